@@ -1,0 +1,82 @@
+"""armgen's command line: a thin layer that turns flags into stage calls.
+
+Each sub-command lives in its own module of this package and registers itself on :data:`main`.
+Errors are mapped to exit codes in one place, :func:`run_cli` (see :mod:`armgen.errors`).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from armgen import __version__
+from armgen.errors import ArmgenError
+from armgen.cli._console import err_console
+
+
+def _executorch_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("executorch")
+    except Exception:  # noqa: BLE001 - version lookup must never break --version
+        return "not installed"
+
+
+class _Group(click.Group):
+    """Click group that turns ArmgenError (and stray exceptions) into one line + exit code."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        verbose = ctx.params.get("verbose", 0) if ctx.params else 0
+        try:
+            return super().invoke(ctx)
+        except ArmgenError as exc:
+            if verbose or "-v" in sys.argv[1:2]:
+                traceback.print_exc()
+            err_console.print(f"[bold red]armgen: error:[/] {exc.message}", highlight=False, soft_wrap=True)
+            if exc.hint:
+                err_console.print(f"hint: {exc.hint}", highlight=False, soft_wrap=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            err_console.print("armgen: stopped by user")
+            ctx.exit(130)
+        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, not a traceback
+            if verbose:
+                traceback.print_exc()
+            err_console.print(
+                f"[bold red]armgen: internal error:[/] {type(exc).__name__}: {exc}",
+                highlight=False,
+                soft_wrap=True,
+            )
+            err_console.print("hint: run again with `armgen -v ...` for the traceback and report it")
+            ctx.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    __version__,
+    "--version",
+    message=f"armgen %(version)s (executorch {_executorch_version()})",
+)
+@click.option("-v", "--verbose", count=True, help="Show tracebacks and tool command lines.")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
+    """armgen: turn a PyTorch model and a board definition into Cortex-M / Ethos-U firmware."""
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+
+
+# Sub-commands register themselves on `main` when imported.
+from armgen.cli import (  # noqa: E402,F401
+    boards_cmd,
+    build_cmd,
+    compile_cmd,
+    new_cmd,
+    run_cmd,
+    size_cmd,
+    workspace_cmd,
+)

@@ -1,0 +1,3 @@
+"""`armgen boards` (not implemented yet)."""
+
+from armgen.cli import main  # noqa: F401

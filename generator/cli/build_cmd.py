@@ -1,0 +1,3 @@
+"""`armgen build` (not implemented yet)."""
+
+from armgen.cli import main  # noqa: F401

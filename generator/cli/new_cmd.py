@@ -1,0 +1,3 @@
+"""`armgen new` (not implemented yet)."""
+
+from armgen.cli import main  # noqa: F401

@@ -1,0 +1,3 @@
+"""`armgen run` (not implemented yet)."""
+
+from armgen.cli import main  # noqa: F401

@@ -1,0 +1,3 @@
+"""`armgen size` (not implemented yet)."""
+
+from armgen.cli import main  # noqa: F401

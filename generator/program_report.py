@@ -1,0 +1,247 @@
+"""The program report: what the firmware will need, read back from a serialized ``.pte``.
+
+Written by the compile stage as ``<name>.report.json`` beside ``<name>.pte``; read by every later
+stage (spec, render, build, size, run). Numbers here must be exact: they size the firmware's pools.
+
+Contract (schema_version 1). Field names are stable; add fields, never rename them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SCHEMA_VERSION = 1
+
+KernelLibrary = Literal["cortex_m", "quantized", "portable", "prim", "delegate"]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One method input or output.
+
+    Attributes:
+        index: position in the method's inputs/outputs.
+        shape: sizes, e.g. ``(1, 1, 49, 10)``.
+        dtype: ExecuTorch scalar type in lower case: ``"int8"``, ``"uint8"``, ``"float32"``, ``"int32"``...
+        dim_order: ExecuTorch dim order, e.g. ``(0, 2, 3, 1)`` for channels_last.
+        nbytes: ``prod(shape) * element size`` in bytes.
+        scale / zero_point: I/O quantization parameters when the program's I/O is quantized
+            (int8 in/out), ``None`` when the program takes/returns float.
+    """
+
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    dim_order: tuple[int, ...]
+    nbytes: int
+    scale: float | None = None
+    zero_point: int | None = None
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    """One entry of the program's operator table.
+
+    Attributes:
+        name: fully qualified name, e.g. ``"cortex_m::quantized_conv2d"``, ``"aten::add"``.
+        overload: e.g. ``"out"`` (selected-ops YAML uses ``name.overload``).
+        library: kernel library that must provide it when linked: ``cortex_m``, ``quantized``,
+            ``portable`` or ``prim`` (prim ops are built into the runtime).
+        calls: number of kernel-call instructions that use it in the execution plan.
+    """
+
+    name: str
+    overload: str
+    library: KernelLibrary
+    calls: int
+
+
+@dataclass(frozen=True)
+class VelaInfo:
+    """What Vela compiled for one Ethos-U delegate (from the blob and Vela's own summary).
+
+    Sizes are in bytes, cycles in NPU cycles as estimated by Vela (not measured).
+    """
+
+    accelerator_config: str
+    system_config: str
+    memory_mode: str
+    scratch_size: int  # from the blob's ``scratch_size`` block: temp allocator bytes per execute()
+    fast_scratch_size: int  # Dedicated_Sram modes only; 0 otherwise
+    command_stream_size: int
+    weights_size: int
+    cycles: int | None = None
+    sram_bytes: int | None = None
+    flash_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class DelegateInfo:
+    """One delegate call in the execution plan.
+
+    Attributes:
+        backend_id: e.g. ``"EthosUBackend"``.
+        blob_size: size in bytes of the processed delegate blob in the ``.pte``.
+        vela: Vela facts when the backend is Ethos-U.
+    """
+
+    backend_id: str
+    blob_size: int
+    vela: VelaInfo | None = None
+
+
+@dataclass(frozen=True)
+class ProgramStats:
+    """Counts from the execution plan that bound the runtime's method-allocator use.
+
+    All are plain counts read from the program's flatbuffer (``execution_plan[0]``).
+    """
+
+    num_values: int
+    num_tensors: int
+    num_tensor_dims: int  # sum over tensor values of len(sizes)
+    num_tensor_lists: int
+    num_tensor_list_items: int
+    num_instructions: int
+    num_kernel_calls: int
+    num_kernel_call_args: int  # sum over kernel calls of len(args)
+    num_delegate_calls: int
+    num_delegate_call_args: int
+    num_operators: int
+    num_chains: int
+    num_inputs: int
+    num_outputs: int
+    num_constant_tensors: int
+
+
+@dataclass(frozen=True)
+class ProgramReport:
+    """Everything later stages need to know about one compiled program.
+
+    Attributes:
+        name: the model/project name, also the file stem.
+        pte_file: file name of the ``.pte``, relative to the report.
+        pte_size: bytes.
+        pte_sha256: hex digest of the ``.pte``.
+        file_identifier: the flatbuffer file identifier, e.g. ``"ET12"``.
+        executorch_version: pip ExecuTorch version the program was made with.
+        backend: ``"cortex-m"`` (CMSIS-NN kernels) or ``"ethos-u"`` (Vela delegate).
+        target: the target string given, e.g. ``"cortex-m55"`` or ``"ethos-u85-256"``.
+        cpu: the Cortex-M that runs non-delegated ops, e.g. ``"cortex-m55"``.
+        method: method name (``"forward"``).
+        operators: the program's operator table, with libraries and call counts.
+        delegates: delegate calls with backend ids, blob sizes and Vela facts.
+        planned_buffers: bytes per memory-planned buffer, memory ids 1..N in order (id 0 is
+            reserved by ExecuTorch and not listed). Equals ``non_const_buffer_sizes[1:]``.
+        constant_data_size: bytes of constant tensor data in the program.
+        inputs / outputs: method I/O.
+        stats: execution-plan counts (see :class:`ProgramStats`).
+        files: other artifacts saved beside the ``.pte`` for the reference check
+            (keys: ``"quantized_program"`` -> ``.pt2``, ``"reference"`` -> ``.npz`` with
+            ``input_<i>``/``output_<i>`` arrays for the sample's deterministic inputs).
+        warnings: human-readable warnings raised while compiling.
+    """
+
+    name: str
+    pte_file: str
+    pte_size: int
+    pte_sha256: str
+    file_identifier: str
+    executorch_version: str
+    backend: Literal["cortex-m", "ethos-u"]
+    target: str
+    cpu: str
+    method: str
+    operators: tuple[OperatorInfo, ...]
+    delegates: tuple[DelegateInfo, ...]
+    planned_buffers: tuple[int, ...]
+    constant_data_size: int
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    stats: ProgramStats
+    files: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    # ---- serialization -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (tuples become lists)."""
+        return asdict(self)
+
+    def to_json(self) -> str:
+        """Return deterministic JSON text (sorted keys, 2-space indent, trailing newline)."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ProgramReport":
+        """Build a report from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: on a schema version this armgen does not read.
+        """
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"program report schema {data.get('schema_version')} != {SCHEMA_VERSION}")
+
+        def tensors(items: list[dict[str, Any]]) -> tuple[TensorInfo, ...]:
+            return tuple(
+                TensorInfo(**{**t, "shape": tuple(t["shape"]), "dim_order": tuple(t["dim_order"])})
+                for t in items
+            )
+
+        delegates = tuple(
+            DelegateInfo(
+                backend_id=d["backend_id"],
+                blob_size=d["blob_size"],
+                vela=VelaInfo(**d["vela"]) if d.get("vela") else None,
+            )
+            for d in data["delegates"]
+        )
+        return cls(
+            name=data["name"],
+            pte_file=data["pte_file"],
+            pte_size=data["pte_size"],
+            pte_sha256=data["pte_sha256"],
+            file_identifier=data["file_identifier"],
+            executorch_version=data["executorch_version"],
+            backend=data["backend"],
+            target=data["target"],
+            cpu=data["cpu"],
+            method=data["method"],
+            operators=tuple(OperatorInfo(**o) for o in data["operators"]),
+            delegates=delegates,
+            planned_buffers=tuple(data["planned_buffers"]),
+            constant_data_size=data["constant_data_size"],
+            inputs=tensors(data["inputs"]),
+            outputs=tensors(data["outputs"]),
+            stats=ProgramStats(**data["stats"]),
+            files=dict(data.get("files", {})),
+            warnings=tuple(data.get("warnings", ())),
+            schema_version=data["schema_version"],
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> "ProgramReport":
+        """Read ``<name>.report.json``.
+
+        Raises:
+            OSError: when the file cannot be read. ValueError/KeyError: on malformed content.
+        """
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def save(self, path: Path) -> None:
+        """Write the report as deterministic JSON to ``path``."""
+        Path(path).write_text(self.to_json())
+
+    # ---- derived views -------------------------------------------------------------------
+    @property
+    def selected_operators(self) -> tuple[str, ...]:
+        """Non-delegated, non-prim operators as ``name.overload``, sorted (selected-ops YAML keys)."""
+        return tuple(sorted(f"{o.name}.{o.overload}" for o in self.operators if o.library != "prim"))
+
+    @property
+    def temp_allocator_size(self) -> int:
+        """Bytes the kernels/delegates take from the temp allocator per execute() (0 on Cortex-M)."""
+        return sum(d.vela.scratch_size for d in self.delegates if d.vela is not None)
