@@ -604,6 +604,8 @@ def _check_cpu(cpu: Cpu, source: str) -> None:
         raise BoardError(f"{source}: cpu.gcc_mfpu '{cpu.gcc_mfpu}' is not one of: {', '.join(sorted(_GCC_MFPU))} (or null)")
     if cpu.fpu == "none" and cpu.gcc_float_abi == "hard":
         raise BoardError(f"{source}: cpu.gcc_float_abi is 'hard' but cpu.fpu is 'none'")
+    if cpu.mve != "none" and cpu.core not in ("cortex-m55", "cortex-m85"):
+        raise BoardError(f"{source}: cpu.mve is '{cpu.mve}' but {cpu.core} has no MVE (Helium): only cortex-m55/m85 do")
     if cpu.mve == "float" and cpu.fpu == "none":
         raise BoardError(f"{source}: cpu.mve is 'float' but cpu.fpu is 'none'")
 
