@@ -1021,7 +1021,9 @@ def _placement_problem(
             return f"is the initial image but {region.name} takes only {', '.join(sorted(region.uses))}"
         return None
     use = _ROLE_USE[role]
-    if region.uses and use not in region.uses:
+    if not region.uses:
+        return f"is in {region.name}, which the board lists for the memory map only (no uses)"
+    if use not in region.uses:
         return f"holds {use} but {region.name} takes only {', '.join(sorted(region.uses))}"
     return None
 
@@ -1030,14 +1032,14 @@ def _placement_problem(
 # Budgets
 # --------------------------------------------------------------------------------------------------
 
-_UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "kb": 1000, "mb": 1000**2}
+_UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "kb": 1000, "mb": 1000**2}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 
 def parse_size(value: object, key: str, source: str) -> int:
     """Parse a budget size: an int (bytes) or a string ``"<number> <unit>"``.
 
-    Units: ``B``, ``KiB`` (1024), ``MiB`` (1024**2), ``KB`` (1000), ``MB`` (1000**2), case-insensitive;
+    Units: ``B``, ``KiB`` (1024), ``MiB`` (1024**2), ``GiB``, ``KB`` (1000), ``MB`` (1000**2), case-insensitive;
     the number may have decimals when the result is a whole number of bytes (``"1.5 KiB"``).
 
     Raises:
@@ -1054,7 +1056,7 @@ def parse_size(value: object, key: str, source: str) -> int:
     m = _SIZE_RE.match(value)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
-        raise SizeError(f"{source}: budget '{key}' = {value!r} is not a size (use bytes, B, KiB, MiB, KB or MB)")
+        raise SizeError(f"{source}: budget '{key}' = {value!r} is not a size (use bytes, B, KiB, MiB, GiB, KB or MB)")
     from fractions import Fraction
 
     n = Fraction(m.group(1)) * _UNITS[unit]

@@ -1,3 +1,265 @@
-"""`armgen size` (not implemented yet)."""
+"""`armgen size`: ELF sizes per region and component against budgets (exit 0 ok / 1 over / 2 error)."""
 
-from armgen.cli import main  # noqa: F401
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from armgen.cli import main
+from armgen.cli._console import err_console, out_console
+from armgen.errors import SizeError
+from armgen.size import (
+    COMPONENT_LABELS,
+    ElfSizeReport,
+    SizeBudgets,
+    SizeComparison,
+    Violation,
+    check_budgets,
+    compare_reports,
+    find_map,
+    resolve_budgets,
+    size_elf,
+)
+
+
+def _read_project(toml_path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except OSError as exc:
+        raise SizeError(f"cannot read {toml_path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SizeError(f"{toml_path}: not valid TOML ({exc})") from None
+    return data
+
+
+def _project_key(project: dict[str, Any], key: str) -> Any:
+    """``key`` at the top level of armgen.toml or in its ``[project]`` table."""
+    if key in project:
+        return project[key]
+    sub = project.get("project")
+    return sub.get(key) if isinstance(sub, dict) else None
+
+
+def _find_project_toml(elf: Path) -> Path | None:
+    """armgen.toml of the project an ELF was built in (``<project>/build/<name>.elf``)."""
+    for d in (elf.parent, elf.parent.parent):
+        cand = d / "armgen.toml"
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
+    """(ELF, armgen.toml or None, project data) for an ELF or a project directory."""
+    if target.is_dir():
+        toml_path = target / "armgen.toml"
+        if not toml_path.is_file():
+            raise SizeError(f"{target} is a directory without armgen.toml", hint="pass the ELF or a project directory")
+        project = _read_project(toml_path)
+        name = _project_key(project, "name")
+        if isinstance(name, str) and name:
+            elf = target / "build" / f"{name}.elf"
+            if not elf.is_file():
+                raise SizeError(f"{elf}: no such file", hint=f"build the project first: armgen build {target}")
+            return elf, toml_path, project
+        elfs = sorted((target / "build").glob("*.elf"))
+        if len(elfs) != 1:
+            found = "none" if not elfs else ", ".join(e.name for e in elfs)
+            raise SizeError(
+                f"{toml_path} has no 'name' key and {target / 'build'} holds {found} ELF files",
+                hint="pass the ELF explicitly: armgen size path/to/firmware.elf",
+            )
+        return elfs[0], toml_path, project
+    toml_path = _find_project_toml(target) if target.is_file() else None
+    return target, toml_path, (_read_project(toml_path) if toml_path else {})
+
+
+def _load_board(spec: str) -> Any:
+    from armgen.boards import load_board  # lazy: the boards loader is optional for ELF-only use
+
+    return load_board(spec)
+
+
+def _region_table(report: ElfSizeReport) -> Table:
+    t = Table(title="memory regions" if report.regions_known else "memory (regions unknown: no board)")
+    for col, just in (("region", "left"), ("kind", "left"), ("base", "right"), ("used", "right"),
+                      ("usable", "right"), ("%", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    if report.regions_known:
+        for r in report.regions:
+            t.add_row(r.name, r.kind, f"0x{r.base:08x}", f"{r.used:,}", f"{r.usable:,}", f"{r.percent:.1f}")
+    t.add_row("flash total", "", "", f"{report.flash:,}", "", "", style="bold")
+    t.add_row("RAM total", "", "", f"{report.ram:,}", "", "", style="bold")
+    return t
+
+
+def _section_table(report: ElfSizeReport) -> Table:
+    t = Table(title="sections")
+    for col in ("section", "type", "VMA", "LMA", "size", "flash", "RAM", "region"):
+        t.add_column(col, justify="left" if col in ("section", "type", "region") else "right")
+    for s in report.sections:
+        where = ", ".join(
+            (p.region or "-") + (" (image)" if p.what == "image" else "") for p in s.placements
+        ) if report.regions_known else ""
+        lma = f"0x{s.lma:08x}" if s.lma != s.vma else ""
+        t.add_row(s.name, s.type, f"0x{s.vma:08x}", lma, f"{s.size:,}", f"{s.flash:,}", f"{s.ram:,}", where)
+    return t
+
+
+def _component_table(report: ElfSizeReport) -> Table:
+    t = Table(title=f"components (from {report.attribution})")
+    for col in ("component", "flash", "RAM"):
+        t.add_column(col, justify="left" if col == "component" else "right")
+    for c in report.components:
+        t.add_row(COMPONENT_LABELS.get(c.name, c.name) + f" [{c.name}]", f"{c.flash:,}", f"{c.ram:,}")
+    t.add_row("total", f"{report.flash:,}", f"{report.ram:,}", style="bold")
+    return t
+
+
+def _ram_table(report: ElfSizeReport) -> Table:
+    t = Table(title="memory pools, stack and heap")
+    for col in ("item", "bytes", "section", "region"):
+        t.add_column(col, justify="right" if col == "bytes" else "left")
+    for p in report.pools:
+        t.add_row(f"pool {p.name}", f"{p.size:,}", p.section, p.region or "-")
+    for name in (".stack", ".heap"):
+        try:
+            s = report.section(name)
+        except KeyError:
+            continue
+        region = s.placements[0].region or "-"
+        t.add_row(name.lstrip("."), f"{s.size:,}", name, region)
+    return t
+
+
+def _compare_tables(cmp: SizeComparison) -> list[Table]:
+    tables = []
+    for title, rows in (
+        ("component deltas, flash", cmp.components_flash),
+        ("component deltas, RAM", cmp.components_ram),
+        ("section deltas", cmp.sections),
+        ("region deltas", cmp.regions),
+    ):
+        if not rows:
+            continue
+        t = Table(title=title)
+        for col in ("name", "old", "new", "delta"):
+            t.add_column(col, justify="left" if col == "name" else "right")
+        for d in rows:
+            t.add_row(d.name, f"{d.old:,}", f"{d.new:,}", f"{d.delta:+,}")
+        tables.append(t)
+    return tables
+
+
+def _print(table: Table) -> None:
+    """Tables go to stdout; when it is not a terminal (CI logs, pipes) print wide instead of eliding."""
+    out_console.print(table, width=None if out_console.is_terminal else 160)
+
+
+def _violation_dict(v: Violation) -> dict[str, Any]:
+    return {"kind": v.kind, "name": v.name, "used": v.used, "limit": v.limit, "over": v.over, "message": v.message}
+
+
+def _budgets_dict(b: SizeBudgets) -> dict[str, Any]:
+    return {
+        "flash": b.flash,
+        "ram": b.ram,
+        "regions": dict(b.regions),
+        "components": {
+            k: {"total": v.total, "flash": v.flash, "ram": v.ram} for k, v in b.components.items()
+        },
+        "sources": dict(b.sources),
+    }
+
+
+@main.command("size")
+@click.argument("target", required=False, default=".", type=click.Path(path_type=Path))
+@click.option("--budget", "budget_file", type=click.Path(path_type=Path),
+              help="TOML file with a [budgets] table; wins over armgen.toml and the board.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (sorted keys) on stdout.")
+@click.option("--compare", "old_elf", type=click.Path(path_type=Path), help="Older ELF: print per-component/section deltas.")
+@click.option("--board", "board_spec", help="Board name or board YAML path (default: armgen.toml's board).")
+@click.option("--map", "map_file", type=click.Path(path_type=Path),
+              help="GNU ld map file of the link (default: <elf>.map next to the ELF).")
+def size_command(
+    target: Path,
+    budget_file: Path | None,
+    as_json: bool,
+    old_elf: Path | None,
+    board_spec: str | None,
+    map_file: Path | None,
+) -> None:
+    """Size an ELF (or a project's build/<name>.elf) per memory region and component.
+
+    Exit 0 within budget, 1 over budget (each overrun named, with bytes), 2 on error.
+    Writes <elf stem>.size.svg (region fill by component) next to the ELF.
+    """
+    elf, toml_path, project = _resolve_target(target)
+    if board_spec is None:
+        pb = _project_key(project, "board")
+        if pb is not None and not isinstance(pb, str):
+            raise SizeError(f"{toml_path}: 'board' must be a board name or path, not {pb!r}")
+        if pb and toml_path is not None and ("/" in pb or pb.endswith((".yaml", ".yml"))):
+            pb = str((toml_path.parent / pb))
+        board_spec = pb
+    board = _load_board(board_spec) if board_spec else None
+    report = size_elf(elf, board, map_file if map_file is not None else find_map(elf))
+    project_budgets = project.get("budgets")
+    if project_budgets is not None and not isinstance(project_budgets, dict):
+        raise SizeError(f"{toml_path}: 'budgets' must be a table")
+    budgets = resolve_budgets(board, project_budgets, str(toml_path) if toml_path else "armgen.toml", budget_file)
+    violations = check_budgets(report, budgets)
+    comparison = None
+    if old_elf is not None:
+        comparison = compare_reports(size_elf(old_elf, board, find_map(old_elf)), report)
+
+    from armgen.size_plot import render_region_svg
+
+    svg_path = elf.with_name(elf.stem + ".size.svg")
+    svg = render_region_svg(report)
+    try:
+        if not svg_path.is_file() or svg_path.read_text() != svg:
+            svg_path.write_text(svg)
+        svg_written: str | None = str(svg_path)
+    except OSError as exc:
+        err_console.print(f"armgen: warning: cannot write {svg_path}: {exc.strerror}", highlight=False)
+        svg_written = None
+
+    if as_json:
+        doc: dict[str, Any] = {
+            "report": report.to_dict(),
+            "budgets": _budgets_dict(budgets),
+            "violations": [_violation_dict(v) for v in violations],
+            "within_budget": not violations,
+            "svg": svg_written,
+        }
+        if comparison is not None:
+            doc["compare"] = comparison.to_dict()
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        for note in report.notes:
+            err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
+        _print(_region_table(report))
+        _print(_section_table(report))
+        _print(_component_table(report))
+        if report.pools or report.stack or report.heap:
+            _print(_ram_table(report))
+        if comparison is not None:
+            out_console.print(
+                f"compared with {comparison.old_elf}: flash {comparison.flash.delta:+,} B, "
+                f"RAM {comparison.ram.delta:+,} B"
+            )
+            for t in _compare_tables(comparison):
+                _print(t)
+        if svg_written:
+            err_console.print(f"wrote {svg_written}", highlight=False)
+    for v in violations:
+        err_console.print(f"armgen: over budget: {v.message}" if v.kind != "placement"
+                          else f"armgen: misplaced: {v.message}", highlight=False, soft_wrap=True)
+    if violations:
+        raise click.exceptions.Exit(1)
