@@ -1,3 +1,181 @@
-"""`armgen boards` (not implemented yet)."""
+"""`armgen boards`: list the built-in boards, or show one board (built-in name, alias or YAML path).
 
-from armgen.cli import main  # noqa: F401
+Data goes to stdout (rich tables, or JSON with ``--json``); errors are BoardError (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.table import Table
+
+from armgen.boards import Board, board_aliases, board_to_dict, list_boards, load_board
+from armgen.cli import main
+from armgen.cli._console import out_console
+
+
+def _bytes(n: int) -> str:
+    """Human size: the largest unit that shows ``n`` exactly with at most two decimals."""
+    units = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+    for unit, scale in units:
+        if n >= scale and (n * 100) % scale == 0:
+            return f"{n / scale:.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    if n % 1024 == 0 and n < 10_000 * 1024:
+        return f"{n // 1024} KiB"
+    for unit, scale in units:
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+def _print_table(table: Table) -> None:
+    """Print a table at its natural width (never truncated to the terminal's width)."""
+    width = Measurement.get(out_console, out_console.options.update_width(100_000), table).maximum
+    if width <= out_console.width:
+        out_console.print(table)
+        return
+    saved = out_console._width  # None = follow the terminal; restored below
+    try:
+        out_console.width = width
+        out_console.print(table)
+    finally:
+        out_console._width = saved
+
+
+def _say(text: str) -> None:
+    """One line of board data: no markup (notes may hold brackets), wrapped only by the terminal."""
+    out_console.print(text, markup=False, soft_wrap=True)
+
+
+def _npu_text(board: Board) -> str:
+    return board.npu.vela_accelerator if board.npu else "-"
+
+
+def _cpu_text(board: Board) -> str:
+    return f"{board.cpu.core} @ {board.cpu.clock_hz / 1e6:g} MHz"
+
+
+def _summary(board: Board, aliases: list[str]) -> dict[str, object]:
+    return {
+        "name": board.name,
+        "aliases": aliases,
+        "description": board.description,
+        "cpu": board.cpu.core,
+        "clock_hz": board.cpu.clock_hz,
+        "npu": board.npu.vela_accelerator if board.npu else None,
+        "flash_bytes": board.budgets.flash,
+        "ram_bytes": board.budgets.ram,
+        "zephyr_target": board.zephyr.target if board.zephyr else None,
+        "emulator": board.emulator.board if board.emulator else None,
+    }
+
+
+@main.group("boards", invoke_without_command=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+@click.pass_context
+def boards(ctx: click.Context, as_json: bool) -> None:
+    """List the built-in boards (name, CPU, NPU, flash, RAM, Zephyr target, QEMU stand-in).
+
+    `armgen boards show NAME|PATH` prints one board with its memory map.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    aliases_of: dict[str, list[str]] = {}
+    for alias, target in board_aliases().items():
+        aliases_of.setdefault(target, []).append(alias)
+    loaded = [load_board(name) for name in list_boards()]
+    if as_json:
+        rows = [_summary(b, aliases_of.get(b.name, [])) for b in loaded]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="armgen boards", title_justify="left")
+    for col in ("board", "CPU", "NPU", "flash", "RAM", "Zephyr target", "QEMU stand-in"):
+        table.add_column(col, justify="right" if col in ("flash", "RAM") else "left")
+    for b in loaded:
+        name = b.name + "".join(f"\n(alias {a})" for a in aliases_of.get(b.name, []))
+        table.add_row(
+            name,
+            _cpu_text(b),
+            _npu_text(b),
+            _bytes(b.budgets.flash),
+            _bytes(b.budgets.ram),
+            b.zephyr.target if b.zephyr else "-",
+            b.emulator.board if b.emulator else "-",
+        )
+    _print_table(table)
+
+
+@boards.command("show")
+@click.argument("board")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole validated board as JSON.")
+def show(board: str, as_json: bool) -> None:
+    """Show one board: BOARD is a built-in name, an alias (alif_e8) or a path to a board .yaml."""
+    b = load_board(board)
+    if as_json:
+        click.echo(json.dumps(board_to_dict(b), indent=2))
+        return
+    c = b.cpu
+    out_console.print(f"[bold]{escape(b.name)}[/]: {escape(b.description)}", soft_wrap=True)
+    _say(f"  file       {b.source}")
+    fpu = f"{c.fpu} FPU" if c.fpu != "none" else "no FPU"
+    ext = ", ".join(x for x in (fpu, "DSP" if c.dsp else "", f"MVE-{c.mve}" if c.mve != "none" else "") if x)
+    _say(f"  cpu        {_cpu_text(b)} ({ext}); ExecuTorch target {c.et_target}")
+    gcc = f"-mcpu={c.gcc_mcpu}" + (f" -mfpu={c.gcc_mfpu}" if c.gcc_mfpu else "") + f" -mfloat-abi={c.gcc_float_abi}"
+    _say(f"  gcc        {gcc}")
+    if b.npu:
+        n = b.npu
+        cfg = n.vela_config_file or "Vela built-in Arm/vela.ini"
+        _say(
+            f"  npu        {n.type} {n.macs} MACs @ {n.base_address:#010x} irq {n.irq}; Vela {n.vela_accelerator},"
+            f" {n.vela_system_config} / {n.vela_memory_mode} ({cfg})"
+        )
+    else:
+        _say("  npu        none")
+    _say(f"  budgets    flash {_bytes(b.budgets.flash)} ({b.budgets.flash} B), RAM {_bytes(b.budgets.ram)} ({b.budgets.ram} B)")
+    if b.zephyr:
+        z = b.zephyr
+        line = f"{z.target} (Zephyr {z.release}; Kconfig CONFIG_{z.ethos_u_kconfig_prefix}*; console {z.console}"
+        if z.flash_load_offset:
+            line += f"; load offset {z.flash_load_offset:#x}"
+        if z.hal_modules:
+            line += f"; modules {', '.join(z.hal_modules)}"
+        _say(f"  zephyr     {line})")
+        if z.vendor_fork:
+            _say(f"  vendor     {z.vendor_fork}" + (f": {z.vendor_target}" if z.vendor_target else ""))
+        if z.note:
+            _say(f"             {z.note}")
+    else:
+        _say("  zephyr     none")
+    bm = b.baremetal
+    console = bm.console if bm.console == "semihosting" else f"{bm.uart_kind} UART @ {bm.uart_base:#010x}"
+    _say(f"  bare metal console {console}; vector table {bm.vector_table:#010x}")
+    if b.emulator:
+        e = b.emulator
+        who = "itself" if e.board == b.name else e.board
+        _say(f"  emulator   {who}: qemu-system-arm -machine {e.qemu_machine} -cpu {e.qemu_cpu}")
+        if e.note:
+            _say(f"             {e.note}")
+    else:
+        _say("  emulator   none")
+
+    table = Table(title="memory map", title_justify="left")
+    for col in ("region", "kind", "base", "end", "size", "reserved", "NPU address", "uses"):
+        table.add_column(col, justify="right" if col in ("size", "reserved") else "left")
+    for r in b.regions:
+        table.add_row(
+            r.name,
+            r.kind,
+            f"{r.base:#010x}",
+            f"{r.base + r.size - 1:#010x}",
+            _bytes(r.size),
+            _bytes(r.reserved) if r.reserved else "-",
+            f"{r.npu_address:#010x}" if r.npu_address is not None else ("not reachable" if b.npu else "-"),
+            ", ".join(u for u in ("code", "rodata", "model", "data", "pools", "stack") if u in r.uses) or "(none)",
+        )
+    _print_table(table)
+    notes = [f"{r.name}: {r.note}" for r in b.regions if r.note]
+    for note in notes:
+        _say(f"  note  {note}")
