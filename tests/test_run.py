@@ -1,0 +1,284 @@
+"""Tests of the run stage (armgen.run) and `armgen run`.
+
+Without a workspace: a tiny real bare-metal program (tests/run_fixtures/probe.c, own start-up and
+semihosting) is compiled with arm-none-eabi-gcc for mps3-an547 and mps2-an386 and run on the real
+qemu-system-arm through armgen.run's wrapper. CI installs both tools.
+
+With a workspace (marker `workspace`): the samples through `armgen new` + `armgen run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from armgen.boards import Emulator
+from armgen.errors import RunError
+from armgen.program_report import ProgramReport, ProgramStats, TensorInfo
+from armgen.run import (
+    FirmwareError,
+    PoolUse,
+    StackUse,
+    check_pools,
+    check_run,
+    decode_cfsr,
+    input_bytes,
+    instructions_from_ticks,
+    output_array,
+    parse_firmware_output,
+    quantize_input,
+    run_firmware,
+    run_qemu,
+)
+
+FIXTURES = Path(__file__).parent / "run_fixtures"
+
+#: machine -> (gcc -mcpu, float flags, code base, data base), from boards.md section 9.
+MACHINES = {
+    "mps3-an547": ("cortex-m55", 0x10000000, 0x30000000),
+    "mps2-an386": ("cortex-m4", 0x00000000, 0x20000000),
+}
+EMULATORS = {
+    "mps3-an547": Emulator(board="qemu_mps3_an547", qemu_machine="mps3-an547", qemu_cpu="cortex-m55"),
+    "mps2-an386": Emulator(board="qemu_mps2_an386", qemu_machine="mps2-an386", qemu_cpu="cortex-m4"),
+}
+MODES = {"ok": 1, "fault": 2, "hang": 3, "et_error": 4, "lockup": 5, "input": 6}
+
+
+@pytest.fixture(scope="session")
+def probe(tmp_path_factory):
+    """Compile probe.c for (machine, mode, loop) once per session; return the ELF path."""
+    out = tmp_path_factory.mktemp("probe")
+    cache: dict[tuple[str, str, int], Path] = {}
+
+    def build(machine: str, mode: str, loop: int = 1_000_000) -> Path:
+        key = (machine, mode, loop)
+        if key in cache:
+            return cache[key]
+        mcpu, code, data = MACHINES[machine]
+        ld = out / f"{machine}.ld"
+        ld.write_text(
+            (FIXTURES / "probe.ld.in").read_text().replace("@CODE@", hex(code)).replace("@DATA@", hex(data))
+        )
+        elf = out / f"{machine}-{mode}-{loop}.elf"
+        subprocess.run(
+            ["arm-none-eabi-gcc", f"-mcpu={mcpu}", "-mthumb", "-O2", "-ffreestanding", "-nostdlib",
+             f"-DPROBE_MODE={MODES[mode]}", f"-DPROBE_LOOP={loop}", "-T", str(ld), "-o", str(elf),
+             str(FIXTURES / "probe.c")],
+            check=True,
+        )  # fmt: skip
+        cache[key] = elf
+        return elf
+
+    return build
+
+
+# ---- parsing (inline strings) -------------------------------------------------------------------
+def test_parse_all_line_kinds():
+    text = (
+        "booting\n"
+        "ARMGEN pool planned_1 reserved=20464 used=20464\n"
+        "I 00:00:00.001 main.cpp:10] ARMGEN pool method reserved=12288 used=11552\n"
+        "ARMGEN stack reserved=8192 used=1904\n"
+        "ARMGEN output 0 -3,0, 17,127\n"
+        "ARMGEN output 1\n"
+        "ARMGEN ticks 57904\n"
+        "ARMGEN error 0x14 load_method\n"
+        "ARMGEN error OperatorMissing execute\n"
+        "ARMGEN frobnicate 3\n"
+        "ARMGEN done\n"
+    )
+    log = parse_firmware_output(text)
+    assert log.pools == (PoolUse("planned_1", 20464, 20464), PoolUse("method", 12288, 11552))
+    assert log.stack == StackUse(8192, 1904)
+    assert log.outputs == {0: (-3, 0, 17, 127), 1: ()}
+    assert log.ticks == 57904
+    assert log.errors == (FirmwareError("OperatorMissing", "load_method"), FirmwareError("OperatorMissing", "execute"))
+    assert log.done
+    assert log.malformed == ("ARMGEN frobnicate 3",)
+
+
+def test_instructions_from_ticks_uses_the_machine_systick_rate():
+    # 1 instruction = 1 ns under -icount shift=0; SysTick 32 MHz on an547, 25 MHz on an386.
+    assert instructions_from_ticks(57904, "mps3-an547") == 1_809_500
+    assert instructions_from_ticks(212_037, "mps2-an386") == 8_481_480
+    with pytest.raises(RunError, match="unknown"):
+        instructions_from_ticks(1, "virt")
+
+
+def test_decode_cfsr_names_bits():
+    assert decode_cfsr(0x8200) == ["PRECISERR (precise data bus error)"]
+    assert decode_cfsr(1 << 16)[0].startswith("UNDEFINSTR")
+
+
+def _report(planned=(16,), in_scale=0.5, in_zp=-1, out_scale=0.25, out_zp=3, n=4, files=None) -> ProgramReport:
+    stats = ProgramStats(*([0] * 15))
+    return ProgramReport(
+        name="identity", pte_file="identity.pte", pte_size=0, pte_sha256="", file_identifier="ET12",
+        executorch_version="1.5.1", backend="cortex-m", target="cortex-m55", cpu="cortex-m55",
+        method="forward", operators=(), delegates=(), planned_buffers=tuple(planned),
+        constant_data_size=0,
+        inputs=(TensorInfo(0, (1, n), "int8", (0, 1), n, in_scale, in_zp),),
+        outputs=(TensorInfo(0, (1, n), "int8", (0, 1), n, out_scale, out_zp),),
+        stats=stats, files=dict(files or {}),
+    )  # fmt: skip
+
+
+def test_check_pools_rules():
+    report = _report(planned=(100, 50))
+    findings = check_pools(
+        [PoolUse("planned_1", 100, 100), PoolUse("planned_2", 64, 50), PoolUse("method", 10, 12)],
+        StackUse(4096, 1000),
+        report,
+    )
+    by = {(f.subject, f.severity): f.message for f in findings}
+    assert "plan says 50 B" in by[("pool planned_2", "error")]
+    assert "14 B wasted" in by[("pool planned_2", "warning")]
+    assert "overflow" in by[("pool method", "error")]
+    assert ("pool planned_1", "error") not in by and ("pool planned_1", "warning") not in by
+    assert "3096 B headroom" in by[("stack", "info")]
+    missing = check_pools([PoolUse("method", 10, 5)], None, report)
+    assert {f.subject for f in missing if f.severity == "error"} == {"pool planned_1", "pool planned_2"}
+
+
+def test_quantize_and_layout():
+    info = TensorInfo(0, (1, 2, 2, 3), "int8", (0, 2, 3, 1), 12, 0.5, -1)
+    x = np.arange(12, dtype=np.float32).reshape(1, 2, 2, 3) - 6.0
+    q = quantize_input(x, info)
+    assert q.dtype == np.int8 and q[0, 0, 0, 0] == -13 and q[0, 1, 1, 2] == 9
+    # channels_last bytes: innermost dimension is C
+    assert input_bytes([q], [info])[:3] == bytes(np.array([q[0, 0, 0, 0], q[0, 1, 0, 0], q[0, 0, 0, 1]], np.int8))
+    back = output_array(list(np.transpose(q, (0, 2, 3, 1)).reshape(-1)), info)
+    assert np.array_equal(back, q)
+    with pytest.raises(RunError, match="shape"):
+        quantize_input(np.zeros((1, 12), np.float32), info)
+    with pytest.raises(RunError, match="expected 12"):
+        output_array([1, 2], info)
+
+
+# ---- real QEMU runs of a real bare-metal program -------------------------------------------------
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_probe_lines_are_parsed(probe, machine):
+    run = run_qemu(probe(machine, "ok"), EMULATORS[machine], timeout=30)
+    log = parse_firmware_output(run.console)
+    check_run(run, log)
+    assert run.returncode == 0
+    assert log.pools == (PoolUse("planned_1", 20464, 20464), PoolUse("method", 12288, 11552))
+    assert log.stack == StackUse(8192, 1904)
+    assert log.outputs == {0: (-3, 0, 17, 127), 1: (-128, 5)}
+    assert log.done and not log.errors
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_instruction_count_is_exact_and_repeats(probe, machine):
+    """A busy loop of N iterations is 2N instructions (subs + bne): the count must say so."""
+    emu = EMULATORS[machine]
+    counts = {}
+    for loop in (1_000_000, 3_000_000):
+        elf = probe(machine, "ok", loop)
+        ticks = [parse_firmware_output(run_qemu(elf, emu, timeout=30).console).ticks for _ in range(2)]
+        assert ticks[0] is not None and ticks[0] == ticks[1], f"ticks do not repeat: {ticks}"
+        counts[loop] = instructions_from_ticks(ticks[0], machine)
+        assert counts[loop] == pytest.approx(2 * loop, rel=1e-4, abs=64)
+    # proportional: 2M more instructions for 1M... 3M iterations
+    assert counts[3_000_000] - counts[1_000_000] == pytest.approx(4_000_000, abs=64)
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_hard_fault_is_a_run_error(probe, machine, tmp_path):
+    log_path = tmp_path / "qemu.log"
+    run = run_qemu(probe(machine, "fault"), EMULATORS[machine], timeout=30, log_path=log_path)
+    assert run.returncode != 0
+    with pytest.raises(RunError, match="HardFault") as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert exc.value.exit_code != 0
+    assert "PRECISERR" in exc.value.message and "pc=0x" in exc.value.message
+    assert "cfsr=" in log_path.read_text()
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_lockup_without_handler_is_a_hard_fault(probe, machine):
+    run = run_qemu(probe(machine, "lockup"), EMULATORS[machine], timeout=30)
+    with pytest.raises(RunError, match="HardFault: the CPU locked up") as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert exc.value.exit_code == 2
+
+
+def test_hang_is_a_timeout(probe):
+    run = run_qemu(probe("mps3-an547", "hang"), EMULATORS["mps3-an547"], timeout=2)
+    assert run.timed_out and run.returncode is None and 1.5 < run.seconds < 20
+    with pytest.raises(RunError, match=r"timeout: firmware did not finish within 2 s") as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert exc.value.exit_code == 2
+
+
+@pytest.mark.parametrize("machine", sorted(MACHINES))
+def test_executorch_error_is_named(probe, machine):
+    run = run_qemu(probe(machine, "et_error"), EMULATORS[machine], timeout=30)
+    assert run.returncode == 1
+    with pytest.raises(RunError) as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert exc.value.message == "ExecuTorch error MemoryAllocationFailed (0x21) in load_method"
+    assert "pool" in (exc.value.hint or "")
+
+
+def test_input_reaches_firmware_through_semihosting(probe):
+    run = run_qemu(probe("mps3-an547", "input"), EMULATORS["mps3-an547"], timeout=30, input_bytes=b"\x01\x80\x7f")
+    log = parse_firmware_output(run.console)
+    check_run(run, log)
+    assert log.outputs[0] == (1, -128, 127)
+
+
+def _identity_project(tmp_path: Path, ref_offset_lsb: int = 0) -> tuple[ProgramReport, Path]:
+    """A synthetic 'identity' program whose reference is the dequantized input (+ an offset)."""
+    # input scale == output scale, zero points equal: firmware echoes q, so output == input.
+    report = _report(in_scale=0.25, in_zp=3, out_scale=0.25, out_zp=3, files={"reference": "identity.ref.npz"})
+    x = np.array([[-1.0, 0.0, 2.5, 30.0]], dtype=np.float32)
+    q = quantize_input(x, report.inputs[0])
+    out = (q.astype(np.float32) - 3) * 0.25 + ref_offset_lsb * 0.25
+    np.savez(tmp_path / "identity.ref.npz", input_0=x, output_0=out)
+    return report, tmp_path
+
+
+def test_run_firmware_end_to_end_passes(probe, tmp_path):
+    report, rdir = _identity_project(tmp_path)
+    rr = run_firmware(
+        probe("mps3-an547", "input"), report, EMULATORS["mps3-an547"], report_dir=rdir,
+        timeout=30, repeat=2, log_dir=tmp_path / "logs",
+    )  # fmt: skip
+    assert rr.passed, rr.findings
+    assert rr.max_lsb_diff == 0 and rr.max_abs_diff == 0
+    assert rr.outputs[0].values == (-1, 3, 13, 123)
+    assert rr.alternate_checked and rr.runs == 2 and len(set(rr.ticks_per_run)) == 1
+    assert rr.instructions == instructions_from_ticks(rr.ticks, "mps3-an547")
+    assert rr.pools == (PoolUse("planned_1", 16, 16), PoolUse("method", 256, 200))
+    assert rr.stack == StackUse(4096, 96)
+    assert any(f.subject == "pool method" and "56 B headroom" in f.message for f in rr.findings)
+    assert len(rr.logs) == 3 and all(Path(p).is_file() for p in rr.logs)
+    json.dumps(rr.to_dict())  # JSON-ready
+
+
+def test_run_firmware_flags_a_mismatch(probe, tmp_path):
+    report, rdir = _identity_project(tmp_path, ref_offset_lsb=2)
+    rr = run_firmware(probe("mps3-an547", "input"), report, EMULATORS["mps3-an547"], report_dir=rdir, timeout=30)
+    assert not rr.passed
+    assert rr.max_lsb_diff == pytest.approx(2.0)
+    assert any(f.severity == "error" and "2 LSB" in f.message for f in rr.findings)
+
+
+def test_run_firmware_flags_constant_outputs(probe, tmp_path):
+    """The 'ok' probe prints fixed outputs whatever the input: that proves nothing and must fail."""
+    report = _report(n=4, out_scale=0.5, out_zp=0, files={"reference": "r.npz"}, planned=(20464,))
+    np.savez(tmp_path / "r.npz", input_0=np.zeros((1, 4), np.float32),
+             output_0=np.array([[-1.5, 0.0, 8.5, 63.5]], np.float32))  # fmt: skip
+    rr = run_firmware(probe("mps3-an547", "ok"), report, EMULATORS["mps3-an547"], report_dir=tmp_path, timeout=30)
+    assert rr.max_lsb_diff == 0
+    assert not rr.passed
+    assert any("identical for two different inputs" in f.message for f in rr.errors)
