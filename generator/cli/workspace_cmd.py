@@ -1,3 +1,136 @@
-"""`armgen workspace` (not implemented yet)."""
+"""`armgen workspace init|status`: the west workspace of pinned upstream sources.
 
-from armgen.cli import main  # noqa: F401
+Progress goes to stderr; the status table (or ``--json``) to stdout. Errors are WorkspaceError (exit 2);
+``status`` exits 1 when the workspace is incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from armgen.cli import main
+from armgen.cli._console import err_console, out_console
+from armgen.workspace import (
+    init_workspace,
+    load_manifest,
+    parse_revision_overrides,
+    validate_mirror_template,
+    workspace_status,
+)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+@main.group("workspace")
+def workspace() -> None:
+    """Pinned upstream sources (ExecuTorch, CMSIS-NN, CMSIS_6, Ethos-U driver, optional Zephyr) in a west
+    workspace, from modules/west.yml. Default location: $ARMGEN_WORKSPACE, else
+    ~/.local/share/armgen/workspace."""
+
+
+@workspace.command("init")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--mirror",
+    metavar="TEMPLATE",
+    help="URL template for every project, with {owner} and {name} "
+    "(e.g. 'file:///srv/mirrors/{owner}+{name}/repo'); recorded and reused by later inits.",
+)
+@click.option(
+    "--revision",
+    "revisions",
+    multiple=True,
+    metavar="PROJECT=REV",
+    help="Override a pinned revision with a tag, branch or full commit (repeatable), "
+    "e.g. executorch=main for mirrors without release tags.",
+)
+@click.option("--zephyr/--no-zephyr", default=False, help="Also fetch Zephyr v4.4.0 and its HALs (over 1 GB).")
+@click.option("--benchmarks", is_flag=True, help="Also fetch TFLite Micro, gemmlowp, ruy, kissfft.")
+def init_cmd(
+    directory: Path | None, mirror: str | None, revisions: tuple[str, ...], zephyr: bool, benchmarks: bool
+) -> None:
+    """Create the workspace at DIRECTORY (or the default), or bring it up to the pins."""
+    if mirror is not None:
+        validate_mirror_template(mirror)
+    overrides = parse_revision_overrides(revisions, load_manifest())
+    start = time.monotonic()
+    result = init_workspace(
+        directory,
+        mirror=mirror,
+        revisions=overrides,
+        zephyr=zephyr,
+        benchmarks=benchmarks,
+        progress=lambda msg: err_console.print(msg, highlight=False, soft_wrap=True),
+    )
+    root = result.workspace.root
+    if result.already_complete:
+        err_console.print(f"workspace at {root} is complete and at the pins; nothing to do")
+        return
+    for name, action in result.actions.items():
+        err_console.print(f"  {action:10} {name}", highlight=False)
+    err_console.print(f"workspace ready at {root} ({time.monotonic() - start:.1f} s)")
+
+
+@workspace.command("status")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@click.pass_context
+def status_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
+    """Show what is present, at which revision, its size, and what is missing (exit 1 when incomplete)."""
+    st = workspace_status(directory)
+    if as_json:
+        out_console.print_json(json.dumps(st.to_dict()))
+    else:
+        table = Table(title=f"armgen workspace {st.root}", title_justify="left")
+        for col in ("project", "path", "revision", "commit", "size", "state"):
+            table.add_column(col, justify="right" if col == "size" else "left", overflow="fold")
+        for p in st.projects:
+            if not p.active:
+                state = "stub (not needed for bare metal)" if p.stub else "inactive"
+            elif p.missing:
+                state = "[red]" + "; ".join(p.missing) + "[/]"
+            else:
+                state = "[green]ok[/]"
+            rev = p.revision or "-"
+            if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev):
+                rev = rev[:12]
+            table.add_row(
+                p.name,
+                p.path,
+                rev,
+                p.commit[:12] if p.commit else "-",
+                _size(p.size_bytes) if p.size_bytes else "-",
+                state,
+            )
+        out_console.print(table)
+        total = sum(p.size_bytes for p in st.projects)
+        extra = []
+        if st.mirror:
+            extra.append(f"mirror {st.mirror}")
+        if st.executorch_version:
+            extra.append(f"ExecuTorch {st.executorch_version}")
+        if st.program_file_identifier:
+            extra.append(f"program identifier {st.program_file_identifier}")
+        out_console.print(f"total {_size(total)}" + (", " + ", ".join(extra) if extra else ""))
+        for problem in st.problems:
+            out_console.print(f"[red]{problem}[/]")
+    if not st.complete:
+        if not as_json:
+            err_console.print(
+                "armgen: workspace incomplete; hint: run: armgen workspace init"
+                + (f" {st.root}" if directory else "")
+                + (f" --mirror '{st.mirror}'" if st.mirror else " --mirror '<template>'"),
+                highlight=False,
+                soft_wrap=True,
+            )
+        ctx.exit(1)
