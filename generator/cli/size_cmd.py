@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.table import Table
 
 from armgen.cli import main
@@ -158,7 +159,10 @@ def _compare_tables(cmp: SizeComparison) -> list[Table]:
 
 def _print(table: Table) -> None:
     """Tables go to stdout; when it is not a terminal (CI logs, pipes) print wide instead of eliding."""
-    out_console.print(table, width=None if out_console.is_terminal else 160)
+    if out_console.is_terminal:
+        out_console.print(table)
+    else:
+        Console(file=out_console.file, highlight=False, width=160).print(table)
 
 
 def _violation_dict(v: Violation) -> dict[str, Any]:

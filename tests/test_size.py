@@ -1,0 +1,546 @@
+"""`armgen size`: real arm-none-eabi-gcc ELFs with known arrays, exact byte counts, budgets, deltas.
+
+No workspace needed: every ELF is compiled and linked here (CI installs gcc-arm-none-eabi).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from armgen.boards import load_board
+from armgen.cli import main
+from armgen.errors import SizeError
+from armgen.size import (
+    COMPONENT_RULES,
+    ElfSizeReport,
+    SizeBudgets,
+    check_budgets,
+    classify,
+    compare_reports,
+    parse_budget_table,
+    parse_map,
+    parse_size,
+    resolve_budgets,
+    size_elf,
+)
+from armgen.size_plot import render_region_svg
+
+GCC = shutil.which("arm-none-eabi-gcc")
+AR = shutil.which("arm-none-eabi-ar")
+if GCC is None or AR is None:  # CI installs it (.ci/run); a developer machine may not have it
+    pytest.skip("arm-none-eabi-gcc/ar not installed (apt-get install gcc-arm-none-eabi)", allow_module_level=True)
+
+# Sizes are multiples of 8 so that no alignment fill appears between the arrays.
+MAIN_C = r"""
+#include <stdint.h>
+#include <string.h>
+#ifndef RO_N
+#define RO_N 1000
+#endif
+__attribute__((used)) const uint8_t ro_table[RO_N] = {1};                    /* .rodata: RO_N B */
+__attribute__((used)) uint8_t data_arr[200] = {1};                          /* .data: 200 B */
+__attribute__((used)) uint8_t bss_arr[304];                                 /* .bss: 304 B */
+__attribute__((used, section(".armgen_model"), aligned(16)))
+const uint8_t armgen_model_pte[4096] = {2};                                 /* model: 4096 B */
+__attribute__((used, section(".armgen_pool.method"), aligned(16)))
+uint8_t armgen_pool_method[2048];                                           /* pool: 2048 B */
+__attribute__((used, section(".wrongplace"))) uint32_t counters[8] = {1};   /* 32 B, writable */
+extern int libfn(int);
+void Reset_Handler(void) {
+  unsigned n = bss_arr[0] + 16u;
+  memcpy(bss_arr + 8, data_arr, n);   /* pulls memcpy from newlib's libc.a */
+  bss_arr[1] = (uint8_t)libfn(ro_table[n]);
+  for (;;) {}
+}
+"""
+
+# Goes into libcmsis-nn.a so the archive rule attributes it to the CMSIS-NN component.
+LIB_C = r"""
+#include <stdint.h>
+__attribute__((used)) const int32_t lib_const[16] = {1};  /* .rodata: 64 B */
+__attribute__((used)) int32_t lib_table[64] = {1};        /* .data: 256 B */
+int libfn(int x) { return lib_table[x & 63] + lib_const[x & 15]; }
+"""
+
+LINK_LD = """
+MEMORY {
+  FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 64K
+  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = 16K
+  EXTRA (rwx): ORIGIN = 0x60000000, LENGTH = 4K
+}
+ENTRY(Reset_Handler)
+SECTIONS {
+  .text : { KEEP(*(.vectors)) *(.text*) } > FLASH
+  .rodata : { *(.rodata*) } > FLASH
+  .armgen_model : ALIGN(16) { KEEP(*(.armgen_model)) } > FLASH
+  .data : ALIGN(8) { *(.data*) } > RAM AT> FLASH
+  .wrongplace : ALIGN(8) { KEEP(*(.wrongplace)) } @WRONGPLACE@
+  .bss (NOLOAD) : ALIGN(8) { *(.bss*) *(COMMON) } > RAM
+  .armgen_pools (NOLOAD) : ALIGN(16) { KEEP(*(.armgen_pool.*)) } > RAM
+  .stack (NOLOAD) : ALIGN(8) { __StackLimit = .; . = . + 1024; __StackTop = .; } > RAM
+  /DISCARD/ : { *(.ARM.exidx*) *(.ARM.extab*) }
+}
+"""
+
+BOARD_YAML = """
+schema_version: 1
+description: two-region test board (64 KiB flash at 0, 16 KiB SRAM at 0x20000000)
+cpu:
+  core: cortex-m4
+  fpu: none
+  dsp: true
+  mve: none
+  clock_hz: 25000000
+  et_target: cortex-m4
+  gcc_mcpu: cortex-m4
+  gcc_mfpu: null
+  gcc_float_abi: soft
+npu: null
+regions:
+  - name: FLASH
+    kind: flash
+    base: 0x00000000
+    size: 64 KiB
+    uses: [code, rodata, model]
+  - name: RAM
+    kind: sram
+    base: 0x20000000
+    size: 16 KiB
+    uses: [data, pools, stack]
+zephyr: null
+baremetal:
+  console: semihosting
+  vector_table: 0x00000000
+emulator: null
+"""
+
+CFLAGS = ["-mcpu=cortex-m4", "-mthumb", "-Os", "-g", "-ffunction-sections", "-fdata-sections", "-fno-builtin"]
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
+
+
+def build_fw(
+    d: Path, name: str = "fw", ro_n: int = 1000, wrongplace: str = "> RAM AT> FLASH", debug: bool = True
+) -> tuple[Path, Path]:
+    """Compile main.c + libcmsis-nn.a(lib.o), link with the two-region script; return (ELF, map)."""
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "main.c").write_text(MAIN_C)
+    (d / "lib.c").write_text(LIB_C)
+    (d / "link.ld").write_text(LINK_LD.replace("@WRONGPLACE@", wrongplace))
+    flags = CFLAGS if debug else [f for f in CFLAGS if f != "-g"] + ["-Wl,--strip-debug"]  # newlib has DWARF
+    _run([GCC, *flags, f"-DRO_N={ro_n}", "-c", "main.c", "-o", "main.o"], d)
+    _run([GCC, *flags, "-c", "lib.c", "-o", "lib.o"], d)
+    (d / "libcmsis-nn.a").unlink(missing_ok=True)
+    _run([AR, "rcs", "libcmsis-nn.a", "lib.o"], d)
+    elf, mapf = d / f"{name}.elf", d / f"{name}.map"
+    _run(
+        [GCC, *flags, "-nostartfiles", "-nostdlib", "-T", "link.ld", f"-Wl,-Map={mapf.name}", "-Wl,--gc-sections",
+         "main.o", "libcmsis-nn.a", "-lc", "-lgcc", "-o", elf.name],
+        d,
+    )
+    return elf, mapf
+
+
+@pytest.fixture(scope="module")
+def fw(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return build_fw(tmp_path_factory.mktemp("fw"))
+
+
+@pytest.fixture(scope="module")
+def board_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    p = tmp_path_factory.mktemp("board") / "two_region.yaml"
+    p.write_text(BOARD_YAML)
+    return p
+
+
+@pytest.fixture(scope="module")
+def board(board_file: Path):
+    return load_board(board_file)
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    try:
+        runner = CliRunner(mix_stderr=False)  # click 8.1
+    except TypeError:
+        runner = CliRunner()  # click >= 8.2 keeps stderr apart by default
+    r = runner.invoke(main, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def check_sums(r: ElfSizeReport) -> None:
+    """Components add up to the section sizes and to the totals; regions add up to the totals."""
+    for s in r.sections:
+        assert sum(v for _, v in s.components) == s.size, s.name
+    assert sum(c.flash for c in r.components) == r.flash
+    assert sum(c.ram for c in r.components) == r.ram
+    if r.regions_known and not r.misplaced:
+        assert sum(x.used for x in r.regions if not x.volatile) == r.flash
+        assert sum(x.used for x in r.regions if x.volatile) == r.ram
+
+
+# ------------------------------------------------------------------------------- exact sizes
+
+
+def test_exact_section_sizes_and_regions(fw: tuple[Path, Path], board) -> None:
+    elf, mapf = fw
+    r = size_elf(elf, board, mapf)
+    assert r.attribution == "map" and r.regions_known and r.board == "two_region"
+    assert r.section(".rodata").size == 1000 + 64
+    assert r.section(".data").size == 200 + 256
+    assert r.section(".bss").size == 304
+    assert r.section(".armgen_model").size == 4096
+    assert r.section(".armgen_pools").size == 2048
+    assert r.section(".stack").size == 1024 and r.stack == 1024 and r.heap == 0
+    assert r.section(".wrongplace").size == 32
+    # .data: run copy in RAM at its VMA, initial image in FLASH at its LMA (from the program headers)
+    data = r.section(".data")
+    assert data.vma == 0x20000000 and data.lma < 0x10000
+    assert [(p.what, p.region, p.memory) for p in data.placements] == [("run", "RAM", "ram"), ("image", "FLASH", "flash")]
+    assert [(p.what, p.region) for p in r.section(".bss").placements] == [("run", "RAM")]
+    assert [(p.what, p.region) for p in r.section(".armgen_model").placements] == [("run", "FLASH")]
+    text = r.section(".text").size
+    assert r.flash == text + 1064 + 4096 + 456 + 32
+    assert r.ram == 456 + 32 + 304 + 2048 + 1024
+    assert r.region("FLASH").used == r.flash and r.region("RAM").used == r.ram
+    assert r.region("RAM").usable == 16384
+    assert r.misplaced == ()
+    assert [(p.name, p.size, p.section, p.region) for p in r.pools] == [("method", 2048, ".armgen_pools", "RAM")]
+    check_sums(r)
+
+
+def test_component_attribution_from_map(fw: tuple[Path, Path], board) -> None:
+    elf, mapf = fw
+    r = size_elf(elf, board, mapf)
+    assert dict(r.section(".rodata").components) == {"app": 1000, "cmsis_nn": 64}
+    assert dict(r.section(".data").components) == {"app": 200, "cmsis_nn": 256}
+    assert dict(r.section(".bss").components) == {"app": 304}
+    assert dict(r.section(".armgen_model").components) == {"model": 4096}
+    assert dict(r.section(".armgen_pools").components) == {"pools": 2048}
+    # the stack is linker fill inside .stack: claimed by the output-section rule
+    assert dict(r.section(".stack").components) == {"stack_heap": 1024}
+    text = dict(r.section(".text").components)
+    assert text["app"] > 0 and text["cmsis_nn"] > 0 and text["libc"] > 0  # libfn, memcpy from libc.a
+    assert r.component("model").flash == 4096 and r.component("model").ram == 0
+    assert r.component("pools").ram == 2048 and r.component("pools").flash == 0
+    assert r.component("cmsis_nn").ram == 256
+    assert r.component("cmsis_nn").flash == text["cmsis_nn"] + 64 + 256
+    assert r.region("RAM").components == tuple(
+        sorted({"app": 200 + 32 + 304, "cmsis_nn": 256, "pools": 2048, "stack_heap": 1024}.items())
+    )
+    check_sums(r)
+
+
+def test_no_board_falls_back_to_section_classes(fw: tuple[Path, Path]) -> None:
+    elf, mapf = fw
+    r = size_elf(elf, None, mapf)
+    assert not r.regions_known and r.regions == () and r.misplaced == ()
+    assert any("regions unknown" in n for n in r.notes)
+    text = r.section(".text").size
+    assert r.flash == text + 1064 + 4096 + 456 + 32
+    assert r.ram == 456 + 32 + 304 + 2048 + 1024
+    check_sums(r)
+
+
+def test_no_map_uses_dwarf_then_symbols(tmp_path: Path, fw: tuple[Path, Path]) -> None:
+    elf, _ = fw
+    r = size_elf(elf, None, None)
+    assert r.attribution == "dwarf" and any("no linker map" in n for n in r.notes)
+    assert r.component("model").flash == 4096 and r.component("pools").ram == 2048
+    assert r.component("stack_heap").ram == 1024
+    check_sums(r)
+    elf2, _ = build_fw(tmp_path / "nodebug", debug=False)
+    r2 = size_elf(elf2)
+    assert r2.attribution == "symbols" and any("no DWARF" in n for n in r2.notes)
+    assert r2.component("model").flash == 4096 and r2.component("pools").ram == 2048
+    check_sums(r2)
+
+
+def test_stale_map_is_noted_not_trusted(tmp_path: Path, fw: tuple[Path, Path]) -> None:
+    _, other_map = build_fw(tmp_path / "grown", ro_n=1024)
+    r = size_elf(fw[0], None, other_map)
+    assert r.attribution == "dwarf" and r.map is None
+    assert any("does not belong to this ELF" in n and ".rodata" in n for n in r.notes)
+
+
+# ------------------------------------------------------------------------------- placement
+
+
+def test_writable_section_in_flash_is_reported(tmp_path: Path, board) -> None:
+    elf, mapf = build_fw(tmp_path, wrongplace="> FLASH")
+    r = size_elf(elf, board, mapf)
+    assert len(r.misplaced) == 1
+    m = r.misplaced[0]
+    assert (m.section, m.what, m.region, m.size) == (".wrongplace", "run", "FLASH", 32)
+    assert "writable but FLASH is non-volatile flash" in m.reason
+    v = check_budgets(r, SizeBudgets())
+    assert [(x.kind, x.name) for x in v] == [("placement", ".wrongplace")]
+
+
+def test_section_in_no_region_fails_the_gate(tmp_path: Path, board_file: Path) -> None:
+    elf, _ = build_fw(tmp_path, wrongplace="> EXTRA")
+    code, out, err = invoke("size", str(elf), "--board", str(board_file))
+    assert code == 1
+    assert "misplaced: section .wrongplace at 0x60000000 (32 B) is in no memory region of the board" in err
+
+
+# ------------------------------------------------------------------------------- budgets
+
+
+def test_parse_size_units() -> None:
+    assert parse_size(36864, "k", "f") == 36864
+    assert parse_size("512 KiB", "k", "f") == 524288
+    assert parse_size("2MiB", "k", "f") == 2 * 1024 * 1024
+    assert parse_size("1.5 KiB", "k", "f") == 1536
+    assert parse_size("64 KB", "k", "f") == 64000
+    assert parse_size("1 MB", "k", "f") == 1_000_000
+    assert parse_size("100 B", "k", "f") == 100
+    for bad, why in (("-1 KiB", "negative"), (-5, "negative"), ("12 parsecs", "not a size"),
+                     ("0.3 B", "whole number"), (True, "must be bytes")):
+        with pytest.raises(SizeError, match=why):
+            parse_size(bad, "budgets.flash", "b.toml")
+
+
+def test_board_defaults_and_precedence(tmp_path: Path, board) -> None:
+    f = tmp_path / "b.toml"
+    f.write_text('[budgets]\nram = 9000\n[budgets.components]\ncmsis_nn = { ram = 200 }\n')
+    b = resolve_budgets(board, {"flash": "8 KiB", "ram": 1, "regions": {"RAM": "12 KiB"}}, "armgen.toml", f)
+    assert b.flash == 8192 and b.sources["flash"] == "armgen.toml"
+    assert b.ram == 9000 and b.sources["ram"] == str(f)
+    assert b.regions == {"FLASH": 65536, "RAM": 12288}
+    assert b.components["cmsis_nn"].ram == 200 and b.components["cmsis_nn"].total is None
+    d = resolve_budgets(board)
+    assert (d.flash, d.ram) == (65536, 16384) and d.sources["flash"] == "board two_region"
+
+
+def test_over_budget_exit_1_names_each_overrun(tmp_path: Path, fw: tuple[Path, Path], board_file: Path) -> None:
+    elf, mapf = fw
+    r = size_elf(elf, load_board(board_file), mapf)
+    f = tmp_path / "b.toml"
+    f.write_text(
+        f'[budgets]\nflash = {r.flash - 10}\nram = "{r.ram} B"\n'
+        f'[budgets.regions]\nRAM = {r.ram - 100}\n'
+        '[budgets.components]\nmodel = "4 KiB"\ncmsis_nn = { ram = 200 }\nruntime_core = "20 KiB"\n'
+    )
+    code, out, err = invoke("size", str(elf), "--board", str(board_file), "--budget", str(f))
+    assert code == 1, err
+    lines = [x for x in err.splitlines() if x.startswith("armgen: over budget")]
+    assert lines == [
+        f"armgen: over budget: flash over budget by 10 B ({r.flash} B used, {r.flash - 10} B allowed by {f})",
+        f"armgen: over budget: region RAM over budget by 100 B ({r.ram} B used, {r.ram - 100} B allowed by {f})",
+        f"armgen: over budget: component cmsis_nn (RAM) over budget by 56 B (256 B used, 200 B allowed by {f})",
+    ]
+    f.write_text(f'[budgets]\nflash = {r.flash}\nram = {r.ram}\n[budgets.components]\nmodel = "4 KiB"\n')
+    code, out, err = invoke("size", str(elf), "--board", str(board_file), "--budget", str(f))
+    assert code == 0, err
+    assert "over budget" not in err and "model (.pte)" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[budgets]\nflsh = 10\n", "unknown key 'budgets.flsh'"),
+        ("[budgets]\nram = -4\n", "budget 'budgets.ram' is negative (-4)"),
+        ('[budgets]\nflash = "-1 KiB"\n', "budget 'budgets.flash' is negative"),
+        ("[budgets.components]\nruntime = 10\n", "unknown key 'budgets.components.runtime'"),
+        ("[budgets.regions]\nDTCM = 10\n", "unknown key 'budgets.regions.DTCM': board two_region has no region DTCM"),
+        ('[budgets.regions]\nRAM = "17 KiB"\n', "'budgets.regions.RAM' = 17408 B is larger than region RAM (16384 B usable"),
+        ("[other]\nx = 1\n", "unknown key 'other'"),
+        ("[budgets\n", "not valid TOML"),
+    ],
+)
+def test_bad_budget_file_exit_2(tmp_path: Path, fw: tuple[Path, Path], board_file: Path, text: str, message: str) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    code, out, err = invoke("size", str(fw[0]), "--board", str(board_file), "--budget", str(f))
+    assert code == 2
+    assert err.startswith(f"armgen: error: {f}: ") and message in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_region_budget_without_board_is_an_error() -> None:
+    with pytest.raises(SizeError, match="needs a board"):
+        parse_budget_table({"regions": {"RAM": 10}}, "b.toml", None)
+
+
+# ------------------------------------------------------------------------------- CLI, JSON, SVG
+
+
+def test_json_and_svg_are_deterministic(fw: tuple[Path, Path], board_file: Path) -> None:
+    elf, _ = fw
+    code, out1, _ = invoke("size", str(elf), "--board", str(board_file), "--json")
+    assert code == 0
+    svg = elf.with_name("fw.size.svg")
+    svg1 = svg.read_bytes()
+    code, out2, _ = invoke("size", str(elf), "--board", str(board_file), "--json")
+    assert out1 == out2 and svg.read_bytes() == svg1
+    doc = json.loads(out1)
+    assert list(doc) == sorted(doc)
+    assert doc["within_budget"] is True and doc["violations"] == []
+    assert doc["report"]["attribution"] == "map"  # fw.map found next to fw.elf
+    assert doc["report"]["components"]["model"] == {"flash": 4096, "ram": 0}
+    assert doc["svg"] == str(svg)
+    text = svg1.decode()
+    assert text.startswith("<?xml") and "FLASH" in text and "RAM" in text and "model (.pte): 4,096 B" in text
+
+
+def test_svg_without_board_draws_totals(fw: tuple[Path, Path]) -> None:
+    r = size_elf(fw[0], None, fw[1])
+    svg = render_region_svg(r)
+    assert svg == render_region_svg(size_elf(fw[0], None, fw[1]))
+    assert f"regions unknown: {r.flash:,} B" in svg and f"regions unknown: {r.ram:,} B" in svg
+
+
+def test_project_directory(tmp_path: Path, board_file: Path) -> None:
+    proj = tmp_path / "proj"
+    elf, _ = build_fw(proj / "build", name="kws")
+    (proj / "armgen.toml").write_text(f'name = "kws"\nboard = "{board_file}"\n[budgets]\nram = 100\n')
+    code, out, err = invoke("size", str(proj), "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["report"]["board"] == "two_region" and doc["budgets"]["ram"] == 100
+    assert doc["budgets"]["sources"]["ram"] == str(proj / "armgen.toml")
+    assert "RAM over budget by" in err
+    # --budget wins over armgen.toml
+    f = tmp_path / "b.toml"
+    f.write_text("[budgets]\nram = 16384\n")
+    code, out, err = invoke("size", str(proj), "--budget", str(f))
+    assert code == 0, err
+    assert (proj / "build" / "kws.size.svg").is_file()
+
+
+def test_project_missing_pieces(tmp_path: Path) -> None:
+    code, _, err = invoke("size", str(tmp_path))
+    assert code == 2 and "is a directory without armgen.toml" in err
+    (tmp_path / "armgen.toml").write_text('name = "kws"\n')
+    code, _, err = invoke("size", str(tmp_path))
+    assert code == 2 and f"{tmp_path / 'build' / 'kws.elf'}: no such file" in err
+    (tmp_path / "armgen.toml").write_text('board = "two_region"\n')
+    code, _, err = invoke("size", str(tmp_path))
+    assert code == 2 and "has no 'name' key" in err
+
+
+def test_compare_gives_deltas(tmp_path: Path, fw: tuple[Path, Path], board_file: Path) -> None:
+    new_elf, new_map = build_fw(tmp_path / "grown", ro_n=1000 + 24)
+    board = load_board(board_file)
+    cmp = compare_reports(size_elf(fw[0], board, fw[1]), size_elf(new_elf, board, new_map))
+    deltas = {d.name: d.delta for d in cmp.sections}
+    assert deltas[".rodata"] == 24 and deltas[".data"] == 0 and deltas[".bss"] == 0
+    assert {d.name: d.delta for d in cmp.components_flash}["app"] == 24
+    assert {d.name: d.delta for d in cmp.components_ram}["app"] == 0
+    assert cmp.flash.delta == 24 + deltas[".text"] + deltas[".armgen_model"]
+    code, out, _ = invoke("size", str(new_elf), "--board", str(board_file), "--compare", str(fw[0]), "--json")
+    assert code == 0
+    doc = json.loads(out)["compare"]
+    assert doc["sections"][".rodata"] == {"old": 1064, "new": 1088, "delta": 24}
+    assert doc["components"]["flash"]["model"]["delta"] == 0
+    code, out, _ = invoke("size", str(new_elf), "--compare", str(fw[0]))
+    assert code == 0 and "section deltas" in out and "+24" in out
+
+
+# ------------------------------------------------------------------------------- bad ELF input
+
+
+def test_not_an_elf(tmp_path: Path) -> None:
+    f = tmp_path / "notes.elf"
+    f.write_text("hello\n")
+    code, _, err = invoke("size", str(f))
+    assert code == 2 and err.startswith(f"armgen: error: {f} is not an ELF file")
+
+
+def test_missing_elf(tmp_path: Path) -> None:
+    code, _, err = invoke("size", str(tmp_path / "nope.elf"))
+    assert code == 2 and "nope.elf: no such file" in err
+
+
+def test_elf_for_another_architecture(tmp_path: Path) -> None:
+    host = shutil.which("gcc") or shutil.which("cc")
+    if host:
+        (tmp_path / "h.c").write_text("int main(void) { return 0; }\n")
+        _run([host, "h.c", "-o", "host.elf"], tmp_path)
+        elf = tmp_path / "host.elf"
+    else:  # no host compiler: the Python interpreter is a host ELF too
+        elf = Path(sys.executable).resolve()
+    code, _, err = invoke("size", str(elf))
+    assert code == 2
+    assert "is an ELF for" in err and "not 32-bit Arm" in err and "ARM (32-bit)" not in err
+
+
+def test_elf_without_section_headers(tmp_path: Path, fw: tuple[Path, Path]) -> None:
+    data = bytearray(fw[0].read_bytes())
+    assert data[4] == 1  # ELFCLASS32: e_shoff at 0x20 (u32), e_shnum at 0x30, e_shstrndx at 0x32 (u16)
+    struct.pack_into("<I", data, 0x20, 0)
+    struct.pack_into("<HH", data, 0x30, 0, 0)
+    stripped = tmp_path / "stripped.elf"
+    stripped.write_bytes(bytes(data))
+    code, _, err = invoke("size", str(stripped))
+    assert code == 2 and f"{stripped} has no section headers" in err
+
+
+def test_bad_map_file(tmp_path: Path, fw: tuple[Path, Path]) -> None:
+    m = tmp_path / "x.map"
+    m.write_text("not a map\n")
+    code, _, err = invoke("size", str(fw[0]), "--map", str(m))
+    assert code == 2 and f"{m}: not a GNU ld map file" in err
+
+
+# ------------------------------------------------------------------------------- units
+
+
+def test_classify_rules() -> None:
+    assert classify(archive="libexecutorch_core.a") == "runtime_core"
+    assert classify(archive="libextension_runner_util.a") == "runtime_core"
+    assert classify(archive="libportable_ops_lib.a") == "portable_kernels"
+    assert classify(archive="libquantized_kernels.a") == "quantized_kernels"
+    assert classify(archive="libcortex_m_ops_lib.a") == "cortex_m_kernels"
+    assert classify(archive="libcmsis-nn.a") == "cmsis_nn"
+    assert classify(archive="libexecutorch_delegate_ethos_u.a") == "ethos_u_delegate"
+    assert classify(archive="libethosu_core_driver.a") == "ethos_u_driver"
+    assert classify(archive="libarm_portable_ops_lib.a") == "kernel_registration"
+    assert classify(archive="libc_nano.a") == "libc" and classify(archive="libstdc++.a") == "libc"
+    assert classify(obj="crti.o") == "libc" and classify(obj="main.c.obj") == "app"
+    assert classify(archive="libfoo.a") == "other_libraries"
+    assert classify(output_section=".armgen_model", input_section=".armgen_model", obj="model.c.obj") == "model"
+    assert classify(output_section=".bss", input_section=".bss.armgen_pool_temp", obj="pools.c.obj") == "pools"
+    assert classify(output_section=".text", input_section="*fill*") == "unattributed"
+    assert classify(source="/ws/modules/lib/cmsis-nn/Source/x.c") == "cmsis_nn"
+    assert all(r.component for r in COMPONENT_RULES)
+
+
+def test_parse_map_lines() -> None:
+    text = """Archive member included...
+Linker script and memory map
+
+LOAD main.o
+.text           0x00000000       0x44
+ *(.text*)
+ .text.startup.main
+                0x00000000       0x28 main.o
+                0x00000000                main
+ .text.memcpy   0x00000028       0x14 /usr/lib/arm-none-eabi/lib/libc.a(libc_a-memcpy.o)
+ *fill*         0x0000003c        0x8 
+.data           0x20000000       0x10 load address 0x00000044
+ .data.x        0x20000000       0x10 /b/CMakeFiles/app.dir/src/app.c.obj
+OUTPUT(fw.elf elf32-littlearm)
+.debug_info     0x00000000      0x20d
+ .debug_info    0x00000000      0x18d main.o
+"""
+    m = parse_map(text)
+    assert m.outputs[".text"] == (0, 0x44) and m.outputs[".data"] == (0x20000000, 0x10)
+    got = [(i.output_section, i.input_section, i.address, i.size, i.archive, i.obj) for i in m.inputs]
+    assert got[:4] == [
+        (".text", ".text.startup.main", 0, 0x28, None, "main.o"),
+        (".text", ".text.memcpy", 0x28, 0x14, "libc.a", "libc_a-memcpy.o"),
+        (".text", "*fill*", 0x3C, 8, None, None),
+        (".data", ".data.x", 0x20000000, 0x10, None, "app.c.obj"),
+    ]
