@@ -855,7 +855,9 @@ def size_elf(
     elif elf.cu_paths:
         attribution = "dwarf"
         if map_path is None:
-            notes.append("no linker map: components from DWARF compile units and symbols")
+            notes.append(
+                "no linker map: components from DWARF compile units (code only) and armgen_* symbol names"
+            )
     else:
         attribution = "symbols"
         if map_path is None:
