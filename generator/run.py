@@ -609,6 +609,65 @@ def alternate_inputs(infos: Sequence[TensorInfo], seed: int = 7) -> list[np.ndar
     return arrays
 
 
+def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]:
+    """Read program inputs from ``.npy``, ``.npz`` or ``.pt`` (logical shapes, float or int).
+
+    - ``.npy``: one array (a program with one input).
+    - ``.npz``: ``input_<i>`` arrays (as in the compile stage's reference), else ``arr_<i>``.
+    - ``.pt``: ``torch.save`` of a tensor, or a tuple/list of tensors, or a dict with ``input_<i>``
+      keys (loaded with ``weights_only=True``).
+
+    A missing leading batch dimension of 1 is added. Float arrays are quantized later with the
+    input's scale/zero point (:func:`quantize_input`).
+
+    Raises:
+        RunError: unknown suffix, unreadable file, wrong number of inputs.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            arrays = [np.load(path, allow_pickle=False)]
+        elif suffix == ".npz":
+            with np.load(path, allow_pickle=False) as npz:
+                keys = [f"input_{t.index}" for t in infos]
+                if not all(k in npz for k in keys):
+                    keys = [f"arr_{i}" for i in range(len(infos))]
+                missing = [k for k in keys if k not in npz]
+                if missing:
+                    raise RunError(f"{path}: no array {missing[0]} (expected input_<i> or arr_<i>)")
+                arrays = [np.asarray(npz[k]) for k in keys]
+        elif suffix == ".pt":
+            import torch
+
+            obj = torch.load(path, map_location="cpu", weights_only=True)
+            if isinstance(obj, torch.Tensor):
+                items = [obj]
+            elif isinstance(obj, (list, tuple)):
+                items = list(obj)
+            elif isinstance(obj, dict):
+                items = [obj.get(f"input_{t.index}") for t in infos]
+                if any(v is None for v in items):
+                    raise RunError(f"{path}: a dict input needs keys input_0..input_{len(infos) - 1}")
+            else:
+                raise RunError(f"{path}: holds a {type(obj).__name__}, expected a tensor or a tuple of tensors")
+            arrays = [np.asarray(t.detach().cpu().numpy()) if isinstance(t, torch.Tensor) else np.asarray(t) for t in items]
+        else:
+            raise RunError(f"{path}: unknown input format {suffix or '(none)'}", hint="give a .npy, .npz or .pt file")
+    except RunError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - unreadable file: one line
+        raise RunError(f"cannot read input {path}: {type(exc).__name__}: {exc}") from None
+    if len(arrays) != len(infos):
+        raise RunError(f"{path} holds {len(arrays)} inputs, the program takes {len(infos)}")
+    out = []
+    for arr, info in zip(arrays, infos):
+        if arr.ndim == len(info.shape) - 1 and info.shape and info.shape[0] == 1:
+            arr = arr[None, ...]
+        out.append(arr)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Reference
 # ---------------------------------------------------------------------------------------------

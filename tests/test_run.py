@@ -39,6 +39,8 @@ from armgen.run import (
 )
 
 FIXTURES = Path(__file__).parent / "run_fixtures"
+#: The firmware's semihosting reader of input.bin (shared with the generated projects).
+INPUT_FILE_SRC = Path(__file__).parent.parent / "templates" / "common" / "run"
 
 #: machine -> (gcc -mcpu, float flags, code base, data base), from boards.md section 9.
 MACHINES = {
@@ -70,8 +72,9 @@ def probe(tmp_path_factory):
         elf = out / f"{machine}-{mode}-{loop}.elf"
         subprocess.run(
             ["arm-none-eabi-gcc", f"-mcpu={mcpu}", "-mthumb", "-O2", "-ffreestanding", "-nostdlib",
-             f"-DPROBE_MODE={MODES[mode]}", f"-DPROBE_LOOP={loop}", "-T", str(ld), "-o", str(elf),
-             str(FIXTURES / "probe.c")],
+             f"-DPROBE_MODE={MODES[mode]}", f"-DPROBE_LOOP={loop}", "-I", str(INPUT_FILE_SRC),
+             "-T", str(ld), "-o", str(elf), str(FIXTURES / "probe.c"),
+             str(INPUT_FILE_SRC / "armgen_input_file.c")],
             check=True,
         )  # fmt: skip
         cache[key] = elf
@@ -230,10 +233,18 @@ def test_executorch_error_is_named(probe, machine):
 
 
 def test_input_reaches_firmware_through_semihosting(probe):
-    run = run_qemu(probe("mps3-an547", "input"), EMULATORS["mps3-an547"], timeout=30, input_bytes=b"\x01\x80\x7f")
+    elf, emu = probe("mps3-an547", "input"), EMULATORS["mps3-an547"]
+    run = run_qemu(elf, emu, timeout=30, input_bytes=b"\x01\x80\x7f\x00")
     log = parse_firmware_output(run.console)
     check_run(run, log)
-    assert log.outputs[0] == (1, -128, 127)
+    assert log.outputs[0] == (1, -128, 127, 0)
+    # no input.bin: the firmware keeps its embedded input
+    log = parse_firmware_output(run_qemu(elf, emu, timeout=30).console)
+    assert log.outputs[0] == (9, 8, 7, 6)
+    # a file of the wrong size is an error, not silently ignored
+    run = run_qemu(elf, emu, timeout=30, input_bytes=b"\x01\x02")
+    with pytest.raises(RunError, match="ExecuTorch error InvalidArgument .* in read_input"):
+        check_run(run, parse_firmware_output(run.console))
 
 
 def _identity_project(tmp_path: Path, ref_offset_lsb: int = 0) -> tuple[ProgramReport, Path]:
@@ -282,3 +293,59 @@ def test_run_firmware_flags_constant_outputs(probe, tmp_path):
     assert rr.max_lsb_diff == 0
     assert not rr.passed
     assert any("identical for two different inputs" in f.message for f in rr.errors)
+
+
+def test_load_input_file_formats(tmp_path):
+    import torch
+
+    from armgen.run import load_input_file
+
+    info = TensorInfo(0, (1, 2, 3), "int8", (0, 1, 2), 6, 0.1, 0)
+    x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    np.save(tmp_path / "a.npy", x[0])  # batch dimension added
+    np.savez(tmp_path / "b.npz", input_0=x)
+    torch.save((torch.from_numpy(x),), tmp_path / "c.pt")
+    for name in ("a.npy", "b.npz", "c.pt"):
+        (got,) = load_input_file(tmp_path / name, [info])
+        assert np.array_equal(got, x), name
+    (tmp_path / "d.txt").write_text("1 2 3")
+    with pytest.raises(RunError, match="unknown input format"):
+        load_input_file(tmp_path / "d.txt", [info])
+    with pytest.raises(RunError, match="holds 2 inputs"):
+        torch.save([torch.zeros(1), torch.zeros(1)], tmp_path / "e.pt")
+        load_input_file(tmp_path / "e.pt", [info])
+
+
+# ---- the command ------------------------------------------------------------------------------
+def _armgen(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("armgen")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "armgen.cli"]
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=cwd, timeout=1800)
+
+
+def test_cli_not_a_project(tmp_path):
+    res = _armgen("run", str(tmp_path))
+    assert res.returncode == 2
+    assert "armgen: error:" in res.stderr and "no armgen.toml" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
+    """An Ethos-U delegated program: one line saying why, and the Cortex-M build command."""
+    from armgen.program_report import DelegateInfo
+
+    rep = _report()
+    rep = ProgramReport(**{**rep.__dict__, "backend": "ethos-u", "target": "ethos-u85-256",
+                           "delegates": (DelegateInfo("EthosUBackend", 1000),)})  # fmt: skip
+    (tmp_path / "model").mkdir()
+    rep.save(tmp_path / "model" / "kws.report.json")
+    (tmp_path / "armgen.toml").write_text(
+        'name = "kws"\nboard = "corstone_320"\nrtos = "baremetal"\nbackend = "ethos-u"\n'
+        'target = "ethos-u85-256"\ncpu = "cortex-m85"\nelf = "build/kws.elf"\n'
+        '[model]\npte = "model/kws.pte"\nreport = "model/kws.report.json"\nsource = "kws"\n'
+    )
+    res = _armgen("run", str(tmp_path))
+    assert res.returncode == 2, res.stderr
+    assert "Ethos-U" in res.stderr and "QEMU has no Ethos-U model" in res.stderr
+    assert "armgen new kws_cpu --board corstone_320 --backend cortex-m" in res.stderr
+    assert "Traceback" not in res.stderr

@@ -1,3 +1,228 @@
-"""`armgen run` (not implemented yet)."""
+"""`armgen run`: build (or reuse) a project's firmware for its board's QEMU stand-in, run it, check it.
 
-from armgen.cli import main  # noqa: F401
+Exit codes: 0 every check passed; 1 the run finished but a check failed (an output more than 1 LSB
+from the reference, degenerate outputs, an instruction count that does not repeat); 2 the run could
+not be made or ended badly (hard fault, ExecuTorch error, timeout, pool or stack overflow, Ethos-U
+program, no QEMU stand-in, bad input).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from armgen.cli import main
+from armgen.cli._console import err_console, out_console
+from armgen.errors import ArmgenError, ProjectError, RunError
+
+
+# ---- project record -----------------------------------------------------------------------------
+def _read_record(project: Path) -> dict[str, Any]:
+    toml_path = project / "armgen.toml"
+    if not toml_path.is_file():
+        raise ProjectError(
+            f"{project} is not an armgen project (no armgen.toml)",
+            hint="pass a project directory made by `armgen new`, e.g. armgen run ./kws",
+        )
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except OSError as exc:
+        raise ProjectError(f"cannot read {toml_path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{toml_path}: not valid TOML ({exc})") from None
+    for key in ("name", "board"):
+        if not isinstance(data.get(key), str):
+            raise ProjectError(f"{toml_path}: missing key '{key}'")
+    return data
+
+
+def _report_path(project: Path, record: dict[str, Any]) -> Path:
+    model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    rel = model.get("report") or f"model/{record['name']}.report.json"
+    path = project / rel
+    if not path.is_file():
+        raise ProjectError(
+            f"{path}: program report not found",
+            hint="armgen.toml [model] report must name the <name>.report.json written by `armgen compile`",
+        )
+    return path
+
+
+def _cortex_m_hint(record: dict[str, Any], board_name: str) -> str:
+    model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    source = model.get("source") or model.get("sample") or ""
+    src = f" --model {source}" if source and not str(source).endswith(".pte") else ""
+    name = f"{record['name']}_cpu"
+    return (
+        f"run the Cortex-M build of the same model instead: "
+        f"armgen new {name} --board {board_name} --backend cortex-m{src} && armgen run {name}"
+    )
+
+
+# ---- build for the QEMU stand-in ----------------------------------------------------------------
+def _qemu_elf(project: Path, record: dict[str, Any], board: Any, emulator: Any, *, rebuild: bool) -> Path:
+    """The ELF to run: the project's own build when the board is a QEMU machine, otherwise a build of
+    the same program for the stand-in board under ``build/qemu-<stand-in>/``."""
+    from armgen import build as build_stage  # lazy: the build stage pulls in cmake/ninja wrappers
+
+    if emulator.board == board.name:
+        return build_stage.build_project(project, rebuild=rebuild).elf  # type: ignore[attr-defined]
+    return build_stage.build_for_board(project, emulator.board, rebuild=rebuild).elf  # type: ignore[attr-defined]
+
+
+# ---- output ---------------------------------------------------------------------------------------
+def _fmt_bytes(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) -> None:
+    say = lambda text="": out_console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+    say(f"program {rr.program} on QEMU {rr.machine} (-cpu {rr.qemu_cpu}), board {board.name}")
+    say(cpu_line)
+    if rr.cpu_note:
+        say(f"note: {rr.cpu_note}")
+    say(f"input: {rr.input_source}; {rr.runs} run(s)" + (" + 1 run with a second input" if rr.alternate_checked else ""))
+
+    t = Table(title="outputs vs reference")
+    for col in ("output", "values", "max |diff|", "max diff (LSB)", "saturated"):
+        t.add_column(col, justify="left" if col == "output" else "right")
+    for o in rr.outputs:
+        t.add_row(
+            str(o.index), str(len(o.values)),
+            "-" if o.max_abs_diff is None else f"{o.max_abs_diff:.6g}",
+            "-" if o.max_lsb_diff is None else f"{o.max_lsb_diff:g}",
+            "yes" if o.saturated else "no",
+        )  # fmt: skip
+    out_console.print(t)
+
+    t = Table(title="memory pools (bytes, from the firmware)")
+    for col in ("pool", "reserved", "used", "reserved - used"):
+        t.add_column(col, justify="left" if col == "pool" else "right")
+    for p in rr.pools:
+        t.add_row(p.name, _fmt_bytes(p.reserved), _fmt_bytes(p.used), f"{p.reserved - p.used:,}")
+    if rr.stack is not None:
+        t.add_row("stack (high-water)", _fmt_bytes(rr.stack.reserved), _fmt_bytes(rr.stack.used),
+                  f"{rr.stack.reserved - rr.stack.used:,}")  # fmt: skip
+    out_console.print(t)
+
+    if rr.ticks is not None:
+        repeat = "repeats exactly" if len(set(rr.ticks_per_run)) == 1 else "DIFFERS"
+        say(
+            f"instructions: {rr.instructions:,} ({rr.ticks:,} SysTick ticks at {rr.systick_hz / 1e6:g} MHz, "
+            f"{1e9 / rr.systick_hz:g} instructions per tick; {repeat} over {len(rr.ticks_per_run)} runs)"
+            if rr.systick_hz
+            else f"ticks: {rr.ticks:,} (SysTick rate of {rr.machine} unknown)"
+        )
+        say(f"  {rr.icount_note}")
+    for f in rr.findings:
+        say(f"{f.severity}: {f.subject}: {f.message}")
+    if rr.max_lsb_diff is not None:
+        verdict = "PASS" if rr.passed else "FAIL"
+        say(f"{verdict}: max difference {rr.max_abs_diff:.6g} ({rr.max_lsb_diff:g} LSB; allowed 1 LSB)")
+    else:
+        say("FAIL: no reference to compare with")
+
+
+@main.command("run")
+@click.argument("project", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--input", "input_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Input tensor(s): .npy, .npz (input_<i>) or .pt. Default: the sample's deterministic input.")  # fmt: skip
+@click.option("--emulator", type=click.Choice(["qemu"]), default="qemu", show_default=True, help="Emulator to run on.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
+              help="Wall-clock seconds per QEMU run.")  # fmt: skip
+@click.option("--repeat", type=click.IntRange(1, 100), default=2, show_default=True,
+              help="Runs with the same input; the instruction count must repeat exactly.")  # fmt: skip
+@click.option("--rebuild", is_flag=True, help="Rebuild the firmware even when an up-to-date ELF exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout.")
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    project: Path,
+    input_file: Path | None,
+    emulator: str,
+    timeout: float,
+    repeat: int,
+    rebuild: bool,
+    as_json: bool,
+) -> None:
+    """Run PROJECT's firmware on QEMU and check its outputs against the reference.
+
+    Builds (or reuses) the project for the board's QEMU stand-in (same CPU, the stand-in's memory
+    map, semihosting console), runs it under -icount shift=0, compares the dequantized outputs with
+    the quantized program's (pass: every output within 1 LSB), checks they are not degenerate, and
+    reports pool and stack use and an instruction count (not silicon cycles).
+    """
+    from armgen.boards import load_board
+    from armgen.program_report import ProgramReport
+    from armgen.run import load_input_file, run_firmware
+
+    project = project.resolve()
+    record = _read_record(project)
+    board = load_board(record["board"])
+    report_path = _report_path(project, record)
+    try:
+        report = ProgramReport.load(report_path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
+
+    backend = record.get("backend") or report.backend
+    if backend == "ethos-u" or any(d.backend_id == "EthosUBackend" for d in report.delegates):
+        raise RunError(
+            f"project {record['name']} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
+            "it cannot run in an emulator",
+            hint=_cortex_m_hint(record, board.name) if board.emulator else
+            f"board {board.name} has no QEMU stand-in either; run it on the board or its FVP",
+        )
+    if board.emulator is None:
+        raise RunError(
+            f"board {board.name} has no QEMU stand-in (no `emulator:` in {board.source})",
+            hint="`armgen boards` shows which boards run on QEMU",
+        )
+    emu = board.emulator
+    program_cpu = report.cpu or board.cpu.core
+    if program_cpu == emu.qemu_cpu:
+        cpu_line = f"cpu: {program_cpu} program on QEMU's {emu.qemu_cpu}"
+    else:
+        cpu_line = (
+            f"cpu: the {program_cpu} program runs on QEMU's {emu.qemu_cpu} ({emu.qemu_machine}); QEMU 7.2 "
+            f"has no {program_cpu}, so this run checks the {emu.qemu_cpu} variant"
+        )
+    if emu.board != board.name:
+        cpu_line += f"; firmware linked for the stand-in board {emu.board}"
+
+    inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
+
+    err_console.print(f"building {record['name']} for QEMU {emu.qemu_machine}...", highlight=False)
+    elf = _qemu_elf(project, record, board, emu, rebuild=rebuild)
+    err_console.print(f"running {elf.name} on qemu-system-arm -machine {emu.qemu_machine} -cpu {emu.qemu_cpu}...",
+                      highlight=False)  # fmt: skip
+    rr = run_firmware(
+        elf,
+        report,
+        emu,
+        report_dir=report_path.parent,
+        inputs=inputs,
+        input_source=str(input_file) if input_file else None,
+        timeout=timeout,
+        repeat=repeat,
+        log_dir=elf.parent / "run",
+    )
+    if as_json:
+        data = rr.to_dict()
+        data["cpu"] = cpu_line
+        out_console.print_json(json.dumps(data))
+    else:
+        _print_report(rr, record, board, cpu_line)
+
+    overflow = [f for f in rr.errors if f.subject.startswith(("pool", "stack"))]
+    if overflow:
+        raise RunError(f"{overflow[0].subject}: {overflow[0].message}", hint="regenerate the project from its .pte")
+    if not rr.passed:
+        first = rr.errors[0] if rr.errors else None
+        why = f"{first.subject}: {first.message}" if first else "no reference to compare the outputs with"
+        raise ArmgenError(f"run check failed: {why}", exit_code=1)

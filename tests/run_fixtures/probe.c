@@ -6,13 +6,19 @@
  *   3 hang:      spins forever (timeout)
  *   4 et_error:  `ARMGEN error MemoryAllocationFailed load_method`, exit status 1
  *   5 lockup:    executes `udf` with no usable HardFault handler (vector 0) -> CPU lockup
- *   6 input:     reads input.bin through SYS_OPEN/SYS_READ and echoes it as output 0 (an
- *                identity "model"), with pool, stack and ticks lines
+ *   6 input:     reads input.bin with templates/common/run/armgen_input_file.c (embedded input
+ *                when absent) and echoes it as output 0 (an identity "model"), with pool, stack
+ *                and ticks lines
  */
 #include <stdint.h>
 
+#include "armgen_input_file.h" /* templates/common/run */
+
 #ifndef PROBE_MODE
 #define PROBE_MODE 1
+#endif
+#ifndef PROBE_INPUT_LEN
+#define PROBE_INPUT_LEN 4
 #endif
 #ifndef PROBE_LOOP
 #define PROBE_LOOP 1000000
@@ -119,16 +125,13 @@ static int main_probe(void) {
     __asm__ volatile("udf #0");
     return 0;
 #elif PROBE_MODE == 6
-    static int8_t buf[64];
-    uint32_t open_args[3] = {(uint32_t)"input.bin", 1 /* "rb" */, 9};
-    int fd = semihost(0x01 /* SYS_OPEN */, open_args);
-    if (fd < 0) { put("ARMGEN error InvalidArgument read_input\n"); return 1; }
-    uint32_t len_args[1] = {(uint32_t)fd};
-    int len = semihost(0x0C /* SYS_FLEN */, len_args);
-    if (len > (int)sizeof buf) len = sizeof buf;
-    uint32_t read_args[3] = {(uint32_t)fd, (uint32_t)buf, (uint32_t)len};
-    int left = semihost(0x06 /* SYS_READ */, read_args);
-    semihost(0x02 /* SYS_CLOSE */, len_args);
+    static int8_t buf[PROBE_INPUT_LEN] = {9, 8, 7, 6};  /* the "embedded sample input" */
+    enum armgen_input_file_status st = armgen_input_file_read(buf, sizeof buf);
+    if (st == ARMGEN_INPUT_FILE_BAD_SIZE || st == ARMGEN_INPUT_FILE_IO_ERROR) {
+        put("ARMGEN error InvalidArgument read_input\n");
+        return 1;
+    }
+    int len = sizeof buf, left = 0;
     uint32_t ticks = busy_loop_ticks(1000);
     pool("planned_1", 16, 16);
     pool("method", 256, 200);
