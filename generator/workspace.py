@@ -777,8 +777,8 @@ def init_workspace(
     *,
     mirror: str | None = None,
     revisions: Mapping[str, str] | None = None,
-    zephyr: bool = False,
-    benchmarks: bool = False,
+    zephyr: bool | None = None,
+    benchmarks: bool | None = None,
     manifest_path: Path = MANIFEST_PATH,
     progress: Progress | None = None,
 ) -> InitResult:
@@ -797,7 +797,9 @@ def init_workspace(
         mirror: URL template with ``{owner}`` and ``{name}``; None fetches from the manifest URLs. When
             None and the workspace was made with a mirror, that mirror is reused.
         revisions: ``{project: tag|branch|commit}`` overriding the pins.
-        zephyr, benchmarks: switch on the ``zephyr`` / ``benchmarks`` groups.
+        zephyr, benchmarks: switch the ``zephyr`` / ``benchmarks`` groups on or off; None keeps what the
+            workspace has (off for a new one). An earlier ``revisions`` override is kept likewise while
+            the manifest pin it overrode is unchanged.
         manifest_path: the manifest (default ``modules/west.yml``).
         progress: called with one-line progress messages.
 
@@ -820,7 +822,16 @@ def init_workspace(
             f"--revision for unknown project(s): {', '.join(unknown)}",
             hint=f"projects: {', '.join(p.name for p in pins)}",
         )
-    groups = active_groups(zephyr, benchmarks)
+    # An earlier --revision stays in force while the manifest pin it overrode is unchanged.
+    for pin in pins:
+        rec = old_state.get("projects", {}).get(pin.name, {})
+        if pin.name not in revisions and rec.get("pinned") == pin.revision and rec.get("revision"):
+            revisions[pin.name] = rec["revision"]
+    old_groups = set(old_state.get("groups", ()))
+    groups = active_groups(
+        ZEPHYR_GROUP in old_groups if zephyr is None else zephyr,
+        BENCHMARKS_GROUP in old_groups if benchmarks is None else benchmarks,
+    )
     selected = sorted(select_projects(pins, groups), key=lambda p: p.path.count("/"))
     stubbed = [
         p
@@ -859,6 +870,10 @@ def init_workspace(
             actions[pin.name] = "up to date"
             if pin.sparse:
                 _git(["sparse-checkout", "set", "--no-cone", *pin.sparse], cwd=dest)
+            if any(not (dest / rel).exists() for rel in REQUIRED_FILES.get(pin.name, ())):
+                say(f"restoring deleted files of {pin.name}")
+                _git(["checkout", "--quiet", "--force", "--detach", commit], cwd=dest, what=f"{pin.name}: restore")
+                actions[pin.name] = "restored"
             continue
         if current is not None:
             say(f"updating {pin.name} to {resolved[pin.name].requested} ({commit[:12]})")
@@ -906,6 +921,7 @@ def _write_records(
                 "url": urls[p.name],
                 "revision": resolved[p.name].requested,
                 "kind": resolved[p.name].kind,
+                "pinned": p.revision,
                 "commit": resolved[p.name].commit,
                 "sparse": list(p.sparse) if p.sparse else None,
             }

@@ -16,6 +16,7 @@ from rich.table import Table
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.workspace import (
+    INIT_HINT,
     init_workspace,
     load_manifest,
     parse_revision_overrides,
@@ -54,10 +55,22 @@ def workspace() -> None:
     help="Override a pinned revision with a tag, branch or full commit (repeatable), "
     "e.g. executorch=main for mirrors without release tags.",
 )
-@click.option("--zephyr/--no-zephyr", default=False, help="Also fetch Zephyr v4.4.0 and its HALs (over 1 GB).")
-@click.option("--benchmarks", is_flag=True, help="Also fetch TFLite Micro, gemmlowp, ruy, kissfft.")
+@click.option(
+    "--zephyr/--no-zephyr",
+    default=None,
+    help="Also fetch Zephyr v4.4.0 and its HALs (over 1 GB). Default: as the workspace has it (off).",
+)
+@click.option(
+    "--benchmarks/--no-benchmarks",
+    default=None,
+    help="Also fetch TFLite Micro, gemmlowp, ruy, kissfft (the TFLM comparison). Default: as before (off).",
+)
 def init_cmd(
-    directory: Path | None, mirror: str | None, revisions: tuple[str, ...], zephyr: bool, benchmarks: bool
+    directory: Path | None,
+    mirror: str | None,
+    revisions: tuple[str, ...],
+    zephyr: bool | None,
+    benchmarks: bool | None,
 ) -> None:
     """Create the workspace at DIRECTORY (or the default), or bring it up to the pins."""
     if mirror is not None:
@@ -88,6 +101,10 @@ def init_cmd(
 def status_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> None:
     """Show what is present, at which revision, its size, and what is missing (exit 1 when incomplete)."""
     st = workspace_status(directory)
+    if not as_json and not (st.exists and st.is_west_workspace):
+        err_console.print(f"armgen: no armgen workspace at {st.root}", highlight=False, soft_wrap=True)
+        err_console.print(f"hint: {INIT_HINT}", highlight=False, soft_wrap=True)
+        ctx.exit(1)
     if as_json:
         out_console.print_json(json.dumps(st.to_dict()))
     else:
@@ -123,7 +140,7 @@ def status_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> Non
             extra.append(f"program identifier {st.program_file_identifier}")
         out_console.print(f"total {_size(total)}" + (", " + ", ".join(extra) if extra else ""))
         for problem in st.problems:
-            out_console.print(f"[red]{problem}[/]")
+            out_console.print(f"[red]{problem}[/]", soft_wrap=True)
     if not st.complete:
         if not as_json:
             err_console.print(
