@@ -349,3 +349,51 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     assert "Ethos-U" in res.stderr and "QEMU has no Ethos-U model" in res.stderr
     assert "armgen new kws_cpu --board corstone_320 --backend cortex-m" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+# ---- with a workspace: the samples through `armgen new` + `armgen run` ---------------------------
+def _workspace_missing() -> str | None:
+    try:
+        from armgen.workspace import find_workspace
+
+        find_workspace()
+    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
+        return getattr(exc, "message", str(exc))
+    return None
+
+
+SAMPLE_RUNS = [
+    ("kws", "qemu_mps3_an547"),
+    ("vww", "qemu_mps3_an547"),
+    ("ic", "qemu_mps3_an547"),
+    ("ad", "qemu_mps3_an547"),
+    ("kws", "qemu_mps2_an386"),
+]
+
+
+@pytest.mark.workspace
+@pytest.mark.slow
+@pytest.mark.parametrize("sample,board", SAMPLE_RUNS, ids=[f"{s}-{b}" for s, b in SAMPLE_RUNS])
+def test_sample_runs_on_qemu_within_one_lsb(sample, board, tmp_path):
+    missing = _workspace_missing()
+    if missing:
+        pytest.skip(f"needs an armgen workspace ({missing})")
+    made = _armgen("new", sample, "--board", board, "--out", str(tmp_path))
+    assert made.returncode == 0, made.stderr
+    res = _armgen("run", str(tmp_path / sample), "--json", "--repeat", "2")
+    assert res.returncode == 0, res.stderr
+    rr = json.loads(res.stdout)
+    print(f"\n{sample} on {board}: " + json.dumps(
+        {k: rr[k] for k in ("max_abs_diff", "max_lsb_diff", "pools", "stack", "ticks", "instructions")}
+    ))  # fmt: skip
+    assert rr["passed"], rr["findings"]
+    assert rr["max_lsb_diff"] is not None and rr["max_lsb_diff"] <= 1.0
+    assert rr["alternate_checked"], "the outputs were not checked against a second input"
+    assert not any(o["saturated"] for o in rr["outputs"])
+    pools = {p["name"]: p for p in rr["pools"]}
+    planned = [p for n, p in pools.items() if n.startswith("planned_")]
+    assert planned and all(p["used"] == p["reserved"] for p in planned), planned
+    assert 0 < pools["method"]["used"] <= pools["method"]["reserved"]
+    assert rr["stack"] and 0 < rr["stack"]["used"] < rr["stack"]["reserved"]
+    assert rr["runs"] == 2 and len(set(rr["ticks_per_run"])) == 1 and rr["ticks"] > 0
+    assert rr["instructions"] > 100_000

@@ -215,7 +215,7 @@ def run_command(
     if as_json:
         data = rr.to_dict()
         data["cpu"] = cpu_line
-        out_console.print_json(json.dumps(data))
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
         _print_report(rr, record, board, cpu_line)
 
