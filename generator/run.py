@@ -730,15 +730,18 @@ def reference_outputs(
     try:
         import torch
 
+        if not path.is_file():
+            raise RunError(f"quantized program not found: {path}")
         try:  # quantized_decomposed ops must be registered before deserializing
             import torch.ao.quantization.fx._decomposed  # noqa: F401
         except Exception:  # noqa: BLE001
             pass
         try:
+            program = torch.export.load(str(path))
+        except Exception:  # noqa: BLE001 - may hold cortex_m:: reference ops: register them, retry
             import executorch.backends.cortex_m.ops.operators  # noqa: F401
-        except Exception:  # noqa: BLE001
-            pass
-        program = torch.export.load(str(path))
+
+            program = torch.export.load(str(path))
         args = []
         placeholders = [
             n for n in program.graph.nodes if n.op == "placeholder" and n.name in

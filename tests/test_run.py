@@ -397,3 +397,41 @@ def test_sample_runs_on_qemu_within_one_lsb(sample, board, tmp_path):
     assert rr["stack"] and 0 < rr["stack"]["used"] < rr["stack"]["reserved"]
     assert rr["runs"] == 2 and len(set(rr["ticks_per_run"])) == 1 and rr["ticks"] > 0
     assert rr["instructions"] > 100_000
+
+
+@pytest.mark.slow
+def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
+    """A real PT2E-quantized torch.export program (.pt2) is the host reference for any input."""
+    import torch
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+    from armgen.run import dequantize, reference_outputs
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 3)
+            self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+
+        def forward(self, x):
+            return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8, 8)
+    graph = torch.export.export(Tiny().eval(), (x,)).module(check_guards=False)
+    prepared = prepare_pt2e(graph, CortexMQuantizer())
+    prepared(x)
+    converted = convert_pt2e(prepared)
+    torch.export.save(torch.export.export(converted, (x,)), tmp_path / "tiny.pt2")
+
+    rep = _report(files={"quantized_program": "tiny.pt2"})
+    rep = ProgramReport(**{**rep.__dict__,
+                           "inputs": (TensorInfo(0, (1, 3, 8, 8), "int8", (0, 1, 2, 3), 192, 0.03, 2),),
+                           "outputs": (TensorInfo(0, (1, 5), "int8", (0, 1), 5, 0.05, 0),)})  # fmt: skip
+    q = np.random.default_rng(1).integers(-128, 128, (1, 3, 8, 8)).astype(np.int8)
+    (out,) = reference_outputs(rep, tmp_path, [q])
+    want = converted(torch.from_numpy(dequantize(q, rep.inputs[0]).astype(np.float32)))
+    assert out.shape == (1, 5) and np.allclose(out, want.detach().numpy())
+    with pytest.raises(RunError, match="not found"):
+        reference_outputs(ProgramReport(**{**rep.__dict__, "files": {"quantized_program": "nope.pt2"}}), tmp_path, [q])
