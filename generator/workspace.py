@@ -574,6 +574,7 @@ class WorkspaceStatus:
     executorch_version: str | None = None
     program_file_identifier: str | None = None
     problems: tuple[str, ...] = field(default=())
+    pip_executorch_version: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -687,6 +688,7 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
         executorch_version=version,
         program_file_identifier=ident,
         problems=tuple(problems),
+        pip_executorch_version=pip_executorch_version(),
     )
 
 

@@ -135,7 +135,12 @@ def status_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> Non
         if st.mirror:
             extra.append(f"mirror {st.mirror}")
         if st.executorch_version:
-            extra.append(f"ExecuTorch {st.executorch_version}")
+            pip_v = st.pip_executorch_version
+            differs = pip_v and pip_v.split("+")[0] != st.executorch_version
+            extra.append(
+                f"ExecuTorch {st.executorch_version}"
+                + (f" ([yellow]pip executorch is {pip_v}[/]: programs load while the identifier matches)" if differs else "")
+            )
         if st.program_file_identifier:
             extra.append(f"program identifier {st.program_file_identifier}")
         out_console.print(f"total {_size(total)}" + (", " + ", ".join(extra) if extra else ""))
