@@ -1,3 +1,144 @@
-"""`armgen compile` (not implemented yet)."""
+"""`armgen compile` (model -> .pte + report) and `armgen inspect` (.pte -> report)."""
 
-from armgen.cli import main  # noqa: F401
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from armgen.cli import main
+from armgen.cli._console import err_console, out_console
+from armgen.program_report import ProgramReport
+
+
+def _print_report(report: ProgramReport) -> None:
+    """Print a report as rich tables on stdout (same content as the JSON)."""
+    summary = Table(title=f"program {report.name}", show_header=False, title_justify="left")
+    summary.add_column("field")
+    summary.add_column("value", overflow="fold")
+    for key, val in (
+        ("pte_file", report.pte_file),
+        ("pte_size", f"{report.pte_size} B"),
+        ("pte_sha256", report.pte_sha256),
+        ("file_identifier", report.file_identifier),
+        ("executorch_version", report.executorch_version),
+        ("backend", report.backend),
+        ("target", report.target),
+        ("cpu", report.cpu),
+        ("method", report.method),
+        ("planned_buffers", ", ".join(f"id {i + 1}: {b} B" for i, b in enumerate(report.planned_buffers)) or "none"),
+        ("constant_data_size", f"{report.constant_data_size} B"),
+        ("temp_allocator_size", f"{report.temp_allocator_size} B"),
+        ("schema_version", str(report.schema_version)),
+    ):
+        summary.add_row(key, val)
+    out_console.print(summary)
+
+    ops = Table(title="operators", title_justify="left")
+    for col in ("name", "overload", "library", "calls"):
+        ops.add_column(col, justify="right" if col == "calls" else "left")
+    for o in report.operators:
+        ops.add_row(o.name, o.overload, o.library, str(o.calls))
+    out_console.print(ops)
+
+    if report.delegates:
+        dels = Table(title="delegates", title_justify="left")
+        for col in ("backend_id", "blob_size", "accelerator", "system_config", "memory_mode", "scratch_size",
+                    "fast_scratch", "cmd_stream", "weights", "cycles", "sram", "flash"):
+            dels.add_column(col)
+        for d in report.delegates:
+            v = d.vela
+            row = [d.backend_id, f"{d.blob_size} B"]
+            if v is None:
+                row += [""] * 10
+            else:
+                row += [v.accelerator_config, v.system_config, v.memory_mode, f"{v.scratch_size} B",
+                        f"{v.fast_scratch_size} B", f"{v.command_stream_size} B", f"{v.weights_size} B",
+                        "" if v.cycles is None else str(v.cycles),
+                        "" if v.sram_bytes is None else f"{v.sram_bytes} B",
+                        "" if v.flash_bytes is None else f"{v.flash_bytes} B"]
+            dels.add_row(*row)
+        out_console.print(dels)
+
+    io_tab = Table(title="inputs / outputs", title_justify="left")
+    for col in ("io", "index", "shape", "dtype", "dim_order", "nbytes", "scale", "zero_point"):
+        io_tab.add_column(col)
+    for kind, items in (("input", report.inputs), ("output", report.outputs)):
+        for t in items:
+            io_tab.add_row(kind, str(t.index), "x".join(map(str, t.shape)), t.dtype, str(list(t.dim_order)),
+                           str(t.nbytes), "" if t.scale is None else repr(t.scale),
+                           "" if t.zero_point is None else str(t.zero_point))
+    out_console.print(io_tab)
+
+    stats = Table(title="stats", title_justify="left", show_header=False)
+    stats.add_column("count")
+    stats.add_column("value", justify="right")
+    for key, val in report.stats.__dict__.items():
+        stats.add_row(key, str(val))
+    out_console.print(stats)
+
+    if report.files:
+        files = Table(title="files", title_justify="left", show_header=False)
+        files.add_column("role")
+        files.add_column("file")
+        for key, val in sorted(report.files.items()):
+            files.add_row(key, val)
+        out_console.print(files)
+    for w in report.warnings:
+        out_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
+
+
+@main.command("compile")
+@click.argument("model")
+@click.option("--target", "-t", required=True, help="cortex-m0 .. cortex-m85, or ethos-u55-128, ethos-u85-256, ...")
+@click.option("--cpu", default=None, help="Cortex-M running non-delegated ops (Ethos-U targets; default cortex-m55).")
+@click.option("--weights", type=click.Path(dir_okay=False), default=None,
+              help="Trained float .tflite for a built-in sample (default: the MLPerf Tiny reference file when present).")
+@click.option("--calibration", type=click.Path(), default=None,
+              help="Representative inputs: a directory, .npz or .pt (default: sample generator / example inputs).")
+@click.option("--system-config", default=None, help="Vela system config (Ethos-U; default: upstream's for the NPU).")
+@click.option("--memory-mode", default=None, help="Vela memory mode (Ethos-U; default: upstream's for the NPU).")
+@click.option("--vela-config", type=click.Path(dir_okay=False), default=None, help="Vela .ini file (Ethos-U).")
+@click.option("--name", default=None, help="Output file stem (default: sample name or model file stem).")
+@click.option("-o", "--out-dir", type=click.Path(file_okay=False), default=".", show_default=True,
+              help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
+def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json):
+    """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program."""
+    from armgen.compile import compile_model
+
+    with err_console.status(f"compiling {model} for {target} ..."):
+        result = compile_model(
+            model, target, out_dir=Path(out_dir), cpu=cpu, system_config=system_config,
+            memory_mode=memory_mode, vela_config_file=vela_config, weights=weights,
+            calibration=calibration, name=name,
+        )
+    for note in result.notes:
+        err_console.print(f"armgen: {note}", highlight=False, soft_wrap=True)
+    for w in result.report.warnings:
+        err_console.print(f"[yellow]armgen: warning:[/] {w}", highlight=False, soft_wrap=True)
+    for role, path in result.files.items():
+        err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)
+    if as_json:
+        click.echo(result.report.to_json(), nl=False)
+    else:
+        _print_report(result.report)
+
+
+@main.command("inspect")
+@click.argument("pte", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def inspect_cmd(pte, as_json):
+    """Read an ExecuTorch program (.pte) and print its program report."""
+    from armgen.inspect_program import inspect_pte
+
+    report = inspect_pte(Path(pte))
+    if as_json:
+        click.echo(report.to_json(), nl=False)
+    else:
+        _print_report(report)
+
+
+__all__ = ["compile_cmd", "inspect_cmd", "json"]

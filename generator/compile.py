@@ -1,0 +1,547 @@
+"""The compile stage: model -> int8 ExecuTorch program (``.pte``) + :class:`ProgramReport`.
+
+Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
+
+1. Model source (:mod:`armgen.model_source`): sample, ``.py``, ``.pt2``.
+2. ``torch.export`` of the float model; post-training int8 quantization with PT2E
+   (``prepare_pt2e`` -> calibration -> ``convert_pt2e``) using the target's quantizer:
+   ``CortexMQuantizer`` for Cortex-M, ``EthosUQuantizer`` for Ethos-U.
+3. Lowering:
+
+   * Cortex-M (CMSIS-NN kernels): ``to_edge_transform_and_lower`` with
+     ``cortex_m_edge_compile_config()``, then ``CortexMPassManager`` with the
+     ``CortexMTargetConfig`` of the CPU (it also plans the CMSIS-NN scratch buffers per CPU).
+     4-D inputs are channels_last, as upstream's ``aot_arm_compiler`` does.
+   * Ethos-U (Vela): ``to_edge_transform_and_lower`` with ``EthosUPartitioner`` and an
+     ``EthosUCompileSpec`` (accelerator config, Vela system config and memory mode); quantize/
+     dequantize left outside the delegate become ``cortex_m::`` ops (``ReplaceQuantNodesPass``),
+     as upstream does.
+
+   The boundary quantize/dequantize are then removed with ExecuTorch's ``QuantizeInputs`` /
+   ``QuantizeOutputs`` so the program takes and returns int8 tensors; their scale and zero
+   point are recorded in the report (the firmware quantizes its float input with them).
+4. ``to_executorch()`` with ExecuTorch's default memory planning; the ``.pte`` is read back
+   (:mod:`armgen.inspect_program`) to fill the report, which fails when a non-delegated
+   operator has no kernel in the libraries armgen links.
+
+Outputs in ``out_dir`` (written to a temporary folder first, then moved in):
+``<name>.pte``, ``<name>.report.json``, ``<name>.pt2`` (the quantized ``torch.export``
+program), ``<name>.reference.npz`` (``input_<i>``/``output_<i>``) and, for Ethos-U,
+``<name>.vela.txt`` (Vela's summary).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import shutil
+import tempfile
+import warnings
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from armgen.errors import ArmgenError, ModelError, ProgramError
+from armgen.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
+from armgen.model_source import ModelSource, load_calibration, resolve_model, run_forward
+from armgen.program_report import ProgramReport, VelaInfo
+
+log = logging.getLogger(__name__)
+
+#: Cortex-M CPUs ExecuTorch's ``CortexMTargetConfig`` knows (``backends/cortex_m/target_config.py``).
+CORTEX_M_TARGETS = (
+    "cortex-m0", "cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m23",
+    "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85",
+)
+#: Ethos-U accelerator configs, as in upstream's ``backends/arm/scripts/aot_arm_compiler.py``.
+ETHOS_U_TARGETS = (
+    "ethos-u55-32", "ethos-u55-64", "ethos-u55-128", "ethos-u55-256",
+    "ethos-u65-256", "ethos-u65-512",
+    "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
+)
+DEFAULT_ETHOS_U_CPU = "cortex-m55"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """What :func:`compile_model` wrote.
+
+    Attributes:
+        report: the program report (also saved as ``report_path``).
+        pte_path / report_path: final locations in ``out_dir``.
+        files: every file written, by role (``pte``, ``report``, ``quantized_program``,
+            ``reference``, ``vela_summary``).
+        notes: informational lines for the user (weights used, calibration source).
+    """
+
+    report: ProgramReport
+    pte_path: Path
+    report_path: Path
+    files: dict[str, Path]
+    notes: tuple[str, ...] = ()
+
+
+def parse_target(target: str) -> str:
+    """Return ``"cortex-m"`` or ``"ethos-u"`` for a target string.
+
+    Raises:
+        ModelError: unknown target (the message lists the valid ones).
+    """
+    t = target.strip().lower()
+    if t in CORTEX_M_TARGETS:
+        return "cortex-m"
+    if t in ETHOS_U_TARGETS:
+        return "ethos-u"
+    raise ModelError(
+        f"unknown target '{target}'",
+        hint="use one of " + ", ".join(CORTEX_M_TARGETS + ETHOS_U_TARGETS),
+    )
+
+
+# ---- helpers -------------------------------------------------------------------------------
+
+def _channels_last(t: torch.Tensor) -> torch.Tensor:
+    return t.to(memory_format=torch.channels_last) if t.dim() == 4 else t
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+@contextlib.contextmanager
+def _quiet(capture: io.StringIO | None = None):
+    """Silence upstream chatter (Vela's report, deprecation warnings) while lowering."""
+    buf = capture if capture is not None else io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.redirect_stdout(buf):
+            yield buf
+
+
+def _export(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], what: str) -> Any:
+    try:
+        return torch.export.export(model, inputs, strict=False)
+    except Exception as exc:  # noqa: BLE001 - export raises many error types
+        raise ModelError(f"torch.export of the {what} failed: {_one_line(exc)}") from exc
+
+
+def _boundary_qparams(ep: Any) -> tuple[list[IoQuantization | None], list[IoQuantization | None]]:
+    """Read the quantize after each user input and the dequantize before each output."""
+    graph = ep.graph_module.graph
+    user_inputs = list(ep.graph_signature.user_inputs)
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    ins: list[IoQuantization | None] = []
+    for name in user_inputs:
+        node = placeholders.get(name)
+        q = None
+        if node is not None and len(node.users) == 1:
+            user = next(iter(node.users))
+            if "quantize_per_tensor" in str(user.target) and "dequantize" not in str(user.target):
+                q = IoQuantization(float(user.args[1]), int(user.args[2]), int(user.args[3]), int(user.args[4]))
+        ins.append(q)
+    outs: list[IoQuantization | None] = []
+    for node in graph.output_node().args[0]:
+        q = None
+        if hasattr(node, "target") and "dequantize_per_tensor" in str(node.target):
+            q = IoQuantization(float(node.args[1]), int(node.args[2]), int(node.args[3]), int(node.args[4]))
+        outs.append(q)
+    return ins, outs
+
+
+def _quantize_io(edge: Any, ins: list[IoQuantization | None], outs: list[IoQuantization | None]) -> Any:
+    """Make quantized inputs/outputs int8 at the program boundary (ExecuTorch's own passes)."""
+    from executorch.exir.passes.quantize_io_pass import QuantizeInputs, QuantizeOutputs
+
+    passes = []
+    in_idx = [i for i, q in enumerate(ins) if q is not None]
+    out_idx = [i for i, q in enumerate(outs) if q is not None]
+    if in_idx:
+        passes.append(QuantizeInputs(edge, in_idx))
+    if out_idx:
+        passes.append(QuantizeOutputs(edge, out_idx))
+    return edge.transform(passes) if passes else edge
+
+
+def _quantize_np(x: np.ndarray, q: IoQuantization) -> np.ndarray:
+    """``clamp(round(x / scale) + zero_point)`` as torch's quantize_per_tensor does (round half even)."""
+    t = torch.ops.quantized_decomposed.quantize_per_tensor.default(
+        torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), q.scale, q.zero_point, q.qmin, q.qmax, torch.int8
+    )
+    return t.numpy()
+
+
+def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write an ``.npz`` deterministically (fixed zip timestamps, sorted names)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key in sorted(arrays):
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+            zf.writestr(info, buf.getvalue())
+
+
+_VELA_PATTERNS = {
+    "sram_bytes": re.compile(r"^Total SRAM used\s+([\d.]+)\s+KiB", re.M),
+    "flash_bytes": re.compile(r"^Total (?:Off-chip Flash|On-chip Flash|DRAM) used\s+([\d.]+)\s+KiB", re.M),
+    "cycles": re.compile(r"^Total cycles\s+(\d+)\s+cycles/batch", re.M),
+}
+
+
+def parse_vela_summary(text: str) -> list[dict[str, int | None]]:
+    """Parse Vela's printed network summaries (one per delegate) into bytes/cycles.
+
+    Vela prints sizes in KiB with two decimals; they are converted to bytes (rounded), so they
+    are estimates, not exact sizes. The exact sizes come from the delegate blob.
+    """
+    out = []
+    for chunk in re.split(r"(?=^Network summary for)", text, flags=re.M):
+        if not chunk.startswith("Network summary for"):
+            continue
+        facts: dict[str, int | None] = {}
+        for key, pat in _VELA_PATTERNS.items():
+            m = pat.search(chunk)
+            if m is None:
+                facts[key] = None
+            elif key == "cycles":
+                facts[key] = int(m.group(1))
+            else:
+                facts[key] = int(round(float(m.group(1)) * 1024))
+        out.append(facts)
+    return out
+
+
+# ---- lowering ------------------------------------------------------------------------------
+
+def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
+    from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
+    from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
+    from executorch.backends.cortex_m.target_config import CortexMTargetConfig
+    from executorch.backends.transforms.remove_clone_ops import RemoveCloneOpsTransform
+    from executorch.exir import to_edge_transform_and_lower
+
+    edge = to_edge_transform_and_lower(
+        qep,
+        transform_passes=[RemoveCloneOpsTransform()],
+        compile_config=cortex_m_edge_compile_config(),
+    )
+    ins, outs = _boundary_qparams(edge.exported_program())
+    edge = _quantize_io(edge, ins, outs)
+    pm = CortexMPassManager(edge.exported_program(), target_config=CortexMTargetConfig.from_target_string(cpu))
+    edge._edge_programs["forward"] = pm.transform()
+    return edge, ins, outs
+
+
+def _ethos_u_spec(target: str, system_config: str | None, memory_mode: str | None, vela_config_file: str | None):
+    from executorch.backends.arm.ethosu import EthosUCompileSpec
+
+    # --verbose-cycle-estimate makes Vela print its cycle estimate in the network summary.
+    kwargs: dict[str, Any] = {
+        "system_config": system_config,
+        "memory_mode": memory_mode,
+        "extra_flags": ["--verbose-cycle-estimate"],
+    }
+    if vela_config_file is not None:
+        kwargs["config_ini"] = str(vela_config_file)
+    return EthosUCompileSpec(target, **kwargs)
+
+
+def _lower_ethos_u(qep: Any, spec: Any) -> tuple[Any, list, list]:
+    from executorch.backends.arm.ethosu import EthosUPartitioner
+    from executorch.backends.cortex_m.passes.replace_quant_nodes_pass import ReplaceQuantNodesPass
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    edge = to_edge_transform_and_lower(
+        qep,
+        partitioner=[EthosUPartitioner(spec)],
+        compile_config=EdgeCompileConfig(_check_ir_validity=False),
+    )
+    ins, outs = _boundary_qparams(edge.exported_program())
+    edge = _quantize_io(edge, ins, outs)
+    edge = edge.transform([ReplaceQuantNodesPass()])
+    return edge, ins, outs
+
+
+def _flag(spec: Any, key: str) -> str:
+    for f in spec.compiler_flags:
+        if f.startswith(key + "="):
+            return f.split("=", 1)[1]
+    return ""
+
+
+# ---- the stage -----------------------------------------------------------------------------
+
+def compile_model(
+    source: str | ModelSource,
+    target: str,
+    *,
+    out_dir: Path | str,
+    cpu: str | None = None,
+    system_config: str | None = None,
+    memory_mode: str | None = None,
+    vela_config_file: str | Path | None = None,
+    weights: str | Path | None = None,
+    calibration: str | Path | None = None,
+    name: str | None = None,
+) -> CompileResult:
+    """Compile a model to an int8 ExecuTorch program for a Cortex-M CPU or an Ethos-U NPU.
+
+    Args:
+        source: a built-in sample name (``kws``, ``vww``, ``ic``, ``ad``), ``file.py``,
+            ``file.py:attr``, a ``.pt2`` path, or an already loaded :class:`ModelSource`.
+        target: ``cortex-m0`` ... ``cortex-m85`` (CMSIS-NN kernels) or ``ethos-u55-32`` ...
+            ``ethos-u85-2048`` (Vela delegate); same strings as upstream's aot_arm_compiler.
+        out_dir: folder for the outputs (created; existing files of the same names replaced).
+        cpu: Cortex-M that runs the non-delegated ops. For Cortex-M targets it must equal the
+            target (CMSIS-NN scratch sizes are planned per CPU); for Ethos-U it defaults to
+            ``cortex-m55``.
+        system_config / memory_mode: Vela system config and memory mode; ``None`` takes
+            upstream's default for the NPU (``EthosUCompileSpec``: U55 ->
+            ``Ethos_U55_High_End_Embedded``/``Shared_Sram``, U65 -> ``Ethos_U65_High_End``/
+            ``Dedicated_Sram_384KB``, U85 -> ``Ethos_U85_SYS_DRAM_Mid``/``Sram_Only``).
+        vela_config_file: a Vela ``.ini`` instead of Vela's built-in ``Arm/vela.ini``.
+        weights: trained float ``.tflite`` for a built-in sample.
+        calibration: directory / ``.npz`` / ``.pt`` of representative inputs; without it the
+            sample's generator or the example inputs are used (with a warning).
+        name: output file stem (default: the sample name or the model file's stem).
+
+    Returns:
+        A :class:`CompileResult`; the report lists planned buffer sizes in bytes, the operator
+        table, delegates (with Vela scratch sizes in bytes and cycle estimates), I/O quantization.
+
+    Raises:
+        ModelError: unknown target, missing/invalid model, forward/export/quantization/lowering
+            failure. ProgramError: an operator with no kernel in the linked libraries.
+    """
+    backend = parse_target(target)
+    target = target.strip().lower()
+    if backend == "cortex-m":
+        if cpu is not None and cpu.strip().lower() != target:
+            raise ModelError(
+                f"--cpu {cpu} differs from target {target}; a Cortex-M program is planned for one CPU",
+                hint=f"drop --cpu or use --target {cpu}",
+            )
+        cpu = target
+        if system_config or memory_mode or vela_config_file:
+            raise ModelError("Vela system config / memory mode / config file apply to Ethos-U targets only")
+    else:
+        cpu = (cpu or DEFAULT_ETHOS_U_CPU).strip().lower()
+        if cpu not in CORTEX_M_TARGETS:
+            raise ModelError(f"unknown CPU '{cpu}'", hint="use one of " + ", ".join(CORTEX_M_TARGETS))
+    if vela_config_file is not None and not Path(vela_config_file).is_file():
+        raise ModelError(f"{vela_config_file}: Vela config file not found")
+
+    src = source if isinstance(source, ModelSource) else resolve_model(str(source), weights)
+    if src.kind == "pte":
+        raise ModelError(
+            f"{src.path} is already an ExecuTorch program; nothing to compile",
+            hint=f"use `armgen inspect {src.path}`",
+        )
+    assert src.model is not None and src.example_inputs is not None
+    name = name or src.name
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", name):
+        raise ModelError(f"'{name}' is not a usable output name (letters, digits, _ and - only)")
+    notes = list(src.notes)
+    warns = list(src.warnings)
+
+    where = str(src.path) if src.path else src.name
+    model = src.model.eval()
+    run_forward(model, src.example_inputs, where)
+
+    if calibration is not None:
+        calib = load_calibration(calibration, src.example_inputs)
+        notes.append(f"calibrating with {len(calib)} samples from {calibration}")
+    elif src.kind == "sample":
+        calib = list(src.representative)
+        warns.append(
+            f"no --calibration data: calibrating with {len(calib)} synthetic samples from the '{src.name}' "
+            "sample generator; int8 accuracy depends on representative data"
+        )
+    else:
+        calib = [src.example_inputs]
+        warns.append("no --calibration data: calibrating with the example inputs only; int8 accuracy depends on representative data")
+    for sample in calib:
+        run_forward(model, sample, f"{where} (calibration sample)")
+
+    ref_inputs = tuple(t.detach().clone() for t in src.representative[0]) if src.representative else src.example_inputs
+
+    with _quiet():
+        qmodel, qep = _quantize(model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file)
+    vela_text = io.StringIO()
+    spec = None
+    try:
+        with _quiet(vela_text):
+            if backend == "cortex-m":
+                edge, in_q, out_q = _lower_cortex_m(qep, cpu)
+            else:
+                spec = _ethos_u_spec(target, system_config, memory_mode,
+                                     str(vela_config_file) if vela_config_file else None)
+                edge, in_q, out_q = _lower_ethos_u(qep, spec)
+            from executorch.exir import ExecutorchBackendConfig
+
+            et_program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=False))
+            pte_bytes = bytes(et_program.buffer)
+    except ArmgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers
+        raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
+
+    vela_infos: tuple[VelaInfo, ...] = ()
+    if backend == "ethos-u":
+        summaries = parse_vela_summary(vela_text.getvalue())
+        sysc, mode = _flag(spec, "--system-config"), _flag(spec, "--memory-mode")
+        vela_infos = tuple(
+            VelaInfo(
+                accelerator_config=target, system_config=sysc, memory_mode=mode, scratch_size=0,
+                fast_scratch_size=0, command_stream_size=0, weights_size=0,
+                cycles=s["cycles"], sram_bytes=s["sram_bytes"], flash_bytes=s["flash_bytes"],
+            )
+            for s in summaries
+        )
+        notes.append(f"Vela: {target}, system config {sysc}, memory mode {mode}")
+
+    # Reference data: the quantized (converted, fake-quant) model on the sample's input 0.
+    with torch.no_grad():
+        ref_in = tuple(_channels_last(t) if backend == "cortex-m" else t for t in ref_inputs)
+        ref_out = qmodel(*ref_in)
+    ref_outs = ref_out if isinstance(ref_out, (tuple, list)) else (ref_out,)
+
+    files = {
+        "quantized_program": f"{name}.pt2",
+        "reference": f"{name}.reference.npz",
+    }
+    if backend == "ethos-u":
+        files["vela_summary"] = f"{name}.vela.txt"
+    extras = ProgramExtras(
+        name=name, backend=backend, target=target, cpu=cpu,
+        input_quant=tuple(in_q), output_quant=tuple(out_q), vela=vela_infos,
+        files=files, warnings=tuple(warns),
+    )
+    report = report_from_pte_bytes(pte_bytes, f"{name}.pte", extras, source=f"the {target} program of {name}")
+    _check_io_quant(report, in_q, out_q)
+
+    arrays: dict[str, np.ndarray] = {}
+    for i, (t, info) in enumerate(zip(ref_inputs, report.inputs)):
+        x = t.detach().contiguous().numpy().astype(np.float32)
+        q = in_q[i] if i < len(in_q) else None
+        arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
+        arrays[f"input_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
+        arrays[f"float_input_{i}"] = x
+    for i, (t, info) in enumerate(zip(ref_outs, report.outputs)):
+        y = t.detach().contiguous().numpy().astype(np.float32)
+        q = out_q[i] if i < len(out_q) else None
+        arr = _quantize_np(y, q) if (q is not None and info.dtype == "int8") else y
+        arrays[f"output_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
+        arrays[f"float_output_{i}"] = y
+
+    out_dir = Path(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".armgen-compile-", dir=out_dir))
+    except OSError as exc:
+        raise ModelError(f"{out_dir}: cannot create output folder ({exc.strerror})") from exc
+    try:
+        (tmp / f"{name}.pte").write_bytes(pte_bytes)
+        _strip_volatile_meta(qep)
+        with _quiet():
+            torch.export.save(qep, str(tmp / files["quantized_program"]))
+        _write_npz(tmp / files["reference"], arrays)
+        if backend == "ethos-u":
+            (tmp / files["vela_summary"]).write_text(_clean_vela_text(vela_text.getvalue()))
+        report.save(tmp / f"{name}.report.json")
+        written: dict[str, Path] = {}
+        roles = {"pte": f"{name}.pte", "report": f"{name}.report.json", **files}
+        for role, fname in roles.items():
+            (tmp / fname).replace(out_dir / fname)
+            written[role] = out_dir / fname
+    except OSError as exc:
+        raise ModelError(f"{out_dir}: cannot write outputs ({exc.strerror})") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return CompileResult(
+        report=report,
+        pte_path=written["pte"],
+        report_path=written["report"],
+        files=written,
+        notes=tuple(notes),
+    )
+
+
+def _strip_volatile_meta(ep: Any) -> None:
+    """Drop node provenance that embeds object ids (``from_node``), so the ``.pt2`` is reproducible.
+
+    Loading the ``.pt2`` needs the ``quantized_decomposed`` ops registered first
+    (``import torchao.quantization.pt2e.quantize_pt2e``).
+    """
+    for node in ep.graph_module.graph.nodes:
+        node.meta.pop("from_node", None)
+
+
+def _clean_vela_text(text: str) -> str:
+    """Keep Vela's printed summary, dropping temp-dir paths so the file is deterministic."""
+    lines = [re.sub(r"/tmp[^\s]*", "<tmp>", line.rstrip()) for line in text.splitlines()]
+    return "\n".join(lines).strip() + "\n"
+
+
+def _check_io_quant(report: ProgramReport, in_q: list, out_q: list) -> None:
+    for info in report.inputs + report.outputs:
+        if info.dtype == "int8" and info.scale is None:
+            raise ProgramError(f"program I/O {info.index} is int8 but its quantization was not found")
+
+
+def _quantize(
+    model: torch.nn.Module,
+    example: tuple[torch.Tensor, ...],
+    calib: list[tuple[torch.Tensor, ...]],
+    backend: str,
+    target: str,
+    system_config: str | None,
+    memory_mode: str | None,
+    vela_config_file: str | Path | None,
+) -> tuple[torch.fx.GraphModule, Any]:
+    """PT2E post-training quantization; returns (converted model, its torch.export program)."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    if backend == "cortex-m":
+        from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+
+        model = model.to(memory_format=torch.channels_last)
+        example = tuple(_channels_last(t) for t in example)
+        calib = [tuple(_channels_last(t) for t in s) for s in calib]
+        quantizer = CortexMQuantizer()
+    else:
+        from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
+
+        spec = _ethos_u_spec(target, system_config, memory_mode, str(vela_config_file) if vela_config_file else None)
+        quantizer = EthosUQuantizer(spec)
+        quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
+    graph = _export(model, example, "float model").module(check_guards=False)
+    try:
+        prepared = prepare_pt2e(graph, quantizer)
+        with torch.no_grad():
+            for sample in calib:
+                prepared(*sample)
+        converted = convert_pt2e(prepared)
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError(f"int8 quantization failed: {_one_line(exc)}") from exc
+    qep = _export(converted, example, "quantized model")
+    return converted, qep
+
+
+__all__ = [
+    "CORTEX_M_TARGETS",
+    "DEFAULT_ETHOS_U_CPU",
+    "ETHOS_U_TARGETS",
+    "CompileResult",
+    "compile_model",
+    "parse_target",
+    "parse_vela_summary",
+    "replace",
+]

@@ -1,0 +1,375 @@
+"""Where a model comes from: a built-in sample, a user's Python file, a ``.pt2`` or a ``.pte``.
+
+Accepted ``MODEL`` arguments of ``armgen compile``:
+
+``kws`` | ``vww`` | ``ic`` | ``ad``
+    A built-in sample (see ``samples/``). Trained weights are loaded from the MLPerf Tiny
+    reference ``.tflite`` in ``$ARMGEN_MLPERF_DIR`` (default ``/work/shared/models/mlperf_tiny``)
+    when the file is there, else fixed-seed weights are used with a warning.
+``path/to/file.py``
+    A Python file defining module-level ``model`` (an ``nn.Module``) and ``example_inputs`` (a
+    tuple of tensors).
+``path/to/file.py:attr``
+    ``attr`` is either an ``nn.Module`` (then ``example_inputs`` must be defined too) or a
+    callable returning ``(model, example_inputs)``.
+``path/to/program.pt2``
+    A float program saved with ``torch.export.save``; its ``example_inputs`` are used.
+``path/to/program.pte``
+    An existing ExecuTorch program: only inspected, not compiled.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from armgen.errors import ModelError
+from armgen.paths import SAMPLES_DIR
+
+#: Default folder of the trained MLPerf Tiny reference models.
+DEFAULT_MLPERF_DIR = Path("/work/shared/models/mlperf_tiny")
+
+_SAMPLES_PACKAGE = "armgen_samples"
+
+
+def mlperf_dir() -> Path:
+    """Return ``$ARMGEN_MLPERF_DIR`` or :data:`DEFAULT_MLPERF_DIR`."""
+    env = os.environ.get("ARMGEN_MLPERF_DIR")
+    return Path(env).expanduser() if env else DEFAULT_MLPERF_DIR
+
+
+@dataclass
+class ModelSource:
+    """A model ready for export.
+
+    Attributes:
+        name: file stem for outputs (sample name or the file's stem).
+        kind: ``"sample"``, ``"python"``, ``"pt2"`` or ``"pte"``.
+        model: the float ``nn.Module`` in eval mode (``None`` for ``.pte``).
+        example_inputs: one tuple of float tensors with the input shapes (``None`` for ``.pte``).
+        representative: inputs for calibration and the reference outputs; item 0 is the
+            sample's deterministic input.
+        class_labels: output class names when known.
+        weights: path of the trained weights loaded, if any.
+        path: the file the model came from (``None`` for samples).
+        notes: informational lines for the user (e.g. which weights were used).
+        warnings: things that make outputs less meaningful (untrained weights, calibration).
+    """
+
+    name: str
+    kind: str
+    model: nn.Module | None
+    example_inputs: tuple[torch.Tensor, ...] | None
+    representative: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
+    class_labels: tuple[str, ...] = ()
+    weights: Path | None = None
+    path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _samples_package() -> types.ModuleType:
+    if _SAMPLES_PACKAGE in sys.modules:
+        return sys.modules[_SAMPLES_PACKAGE]
+    spec = importlib.util.spec_from_file_location(
+        _SAMPLES_PACKAGE, SAMPLES_DIR / "__init__.py", submodule_search_locations=[str(SAMPLES_DIR)]
+    )
+    if spec is None or spec.loader is None:
+        raise ModelError(f"built-in samples not found in {SAMPLES_DIR}")
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules[_SAMPLES_PACKAGE] = pkg
+    spec.loader.exec_module(pkg)
+    return pkg
+
+
+def sample_names() -> tuple[str, ...]:
+    """Return the names of the built-in samples (``kws``, ``vww``, ``ic``, ``ad``)."""
+    return tuple(_samples_package().SAMPLE_NAMES)
+
+
+def sample_module(name: str) -> types.ModuleType:
+    """Return the module of built-in sample ``name``.
+
+    Raises:
+        ModelError: unknown sample name.
+    """
+    if name not in sample_names():
+        raise ModelError(f"unknown sample '{name}'; built-in samples: {', '.join(sample_names())}")
+    return importlib.import_module(f"{_SAMPLES_PACKAGE}.{name}")
+
+
+def load_sample(name: str, weights: Path | str | None = None, use_default_weights: bool = True) -> ModelSource:
+    """Build a built-in sample.
+
+    Args:
+        name: ``kws``, ``vww``, ``ic`` or ``ad``.
+        weights: a float ``.tflite`` with trained weights; ``None`` picks the sample's reference
+            file in :func:`mlperf_dir` when ``use_default_weights`` and the file exists.
+        use_default_weights: look for the reference file when ``weights`` is ``None``.
+
+    Raises:
+        ModelError: unknown sample, missing/mismatched weights file.
+    """
+    from armgen.tflite_weights import load_tflite_weights
+
+    mod = sample_module(name)
+    model = mod.build_model()
+    src = ModelSource(
+        name=name,
+        kind="sample",
+        model=model,
+        example_inputs=None,
+        class_labels=tuple(mod.CLASS_LABELS),
+    )
+    if weights is None and use_default_weights:
+        default = mlperf_dir() / mod.WEIGHTS_FILE
+        if default.is_file():
+            weights = default
+            src.notes.append(f"using trained weights {default} (MLPerf Tiny reference)")
+    if weights is not None:
+        wpath = Path(weights)
+        if not wpath.is_file():
+            raise ModelError(f"{wpath}: weights file not found")
+        load_tflite_weights(model, wpath)
+        src.weights = wpath
+    else:
+        src.warnings.append(
+            f"no trained weights for '{name}' (expected {mlperf_dir() / mod.WEIGHTS_FILE}); "
+            "fixed-seed weights are used, outputs are meaningless"
+        )
+    src.representative = list(mod.representative_inputs())
+    src.example_inputs = src.representative[0]
+    return src
+
+
+def _import_file(path: Path) -> types.ModuleType:
+    mod_name = f"armgen_user_model_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    if spec is None or spec.loader is None:
+        raise ModelError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything
+        raise ModelError(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _as_inputs(value: Any, where: str) -> tuple[torch.Tensor, ...]:
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not value or not all(isinstance(v, torch.Tensor) for v in value):
+        raise ModelError(f"{where}: example_inputs must be a tensor or a tuple of tensors")
+    return tuple(value)
+
+
+def load_python_model(spec: str) -> ModelSource:
+    """Load ``file.py`` or ``file.py:attr`` (see module docstring for the convention).
+
+    Raises:
+        ModelError: missing file, import error, missing/ill-typed ``model``/``example_inputs``,
+            a factory that fails or returns something else.
+    """
+    file_part, _, attr = spec.partition(".py:")
+    path = Path(file_part + ".py") if attr else Path(spec)
+    if not path.is_file():
+        raise ModelError(f"{path}: model file not found")
+    module = _import_file(path)
+    where = f"{path}" + (f":{attr}" if attr else "")
+    if attr:
+        if not hasattr(module, attr):
+            raise ModelError(f"{path} does not define '{attr}'")
+        obj = getattr(module, attr)
+        if isinstance(obj, nn.Module):
+            model, inputs = obj, getattr(module, "example_inputs", None)
+            if inputs is None:
+                raise ModelError(f"{path} defines '{attr}' but no module-level 'example_inputs'")
+        elif callable(obj):
+            try:
+                result = obj()
+            except Exception as exc:  # noqa: BLE001
+                raise ModelError(f"{where}: calling the factory failed: {type(exc).__name__}: {exc}") from exc
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise ModelError(f"{where}: the factory must return (model, example_inputs)")
+            model, inputs = result
+        else:
+            raise ModelError(f"{where} is neither an nn.Module nor a factory function")
+    else:
+        model = getattr(module, "model", None)
+        inputs = getattr(module, "example_inputs", None)
+        if model is None or inputs is None:
+            missing = " and ".join(n for n, v in (("model", model), ("example_inputs", inputs)) if v is None)
+            raise ModelError(
+                f"{path} does not define module-level {missing}",
+                hint="define `model` (an nn.Module) and `example_inputs` (a tuple of tensors), "
+                "or name a factory: file.py:make_model",
+            )
+    if not isinstance(model, nn.Module):
+        raise ModelError(f"{where}: 'model' is a {type(model).__name__}, not a torch.nn.Module")
+    example = _as_inputs(inputs, where)
+    model = model.eval()
+    return ModelSource(
+        name=path.stem,
+        kind="python",
+        model=model,
+        example_inputs=example,
+        representative=[example],
+        path=path,
+    )
+
+
+def load_pt2(path: Path) -> ModelSource:
+    """Load a float program saved with ``torch.export.save``.
+
+    Raises:
+        ModelError: missing or unreadable file, or no example inputs stored in it.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"{path}: model file not found")
+    try:
+        ep = torch.export.load(str(path))
+    except Exception as exc:  # noqa: BLE001
+        raise ModelError(f"{path}: not a torch.export program ({type(exc).__name__})") from exc
+    if ep.example_inputs is None:
+        raise ModelError(f"{path}: the program stores no example inputs; re-save it from torch.export.export")
+    args, _kwargs = ep.example_inputs
+    example = _as_inputs(args, str(path))
+    return ModelSource(
+        name=path.stem,
+        kind="pt2",
+        model=ep.module(check_guards=False),
+        example_inputs=example,
+        representative=[example],
+        path=path,
+    )
+
+
+def resolve_model(spec: str, weights: Path | str | None = None) -> ModelSource:
+    """Turn the ``MODEL`` argument into a :class:`ModelSource` (see the module docstring).
+
+    Raises:
+        ModelError: for every model that cannot be found or loaded (one-line message).
+    """
+    if spec in sample_names():
+        return load_sample(spec, weights)
+    if weights is not None:
+        raise ModelError("--weights applies to the built-in samples only")
+    lower = spec.lower()
+    if lower.endswith(".pte"):
+        path = Path(spec)
+        if not path.is_file():
+            raise ModelError(f"{path}: model file not found")
+        return ModelSource(name=path.stem, kind="pte", model=None, example_inputs=None, path=path)
+    if lower.endswith(".pt2"):
+        return load_pt2(Path(spec))
+    if lower.endswith(".py") or ".py:" in spec:
+        return load_python_model(spec)
+    raise ModelError(
+        f"'{spec}' is not a built-in sample ({', '.join(sample_names())}) nor a .py, .pt2 or .pte file"
+    )
+
+
+def load_calibration(path: Path | str, example_inputs: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:
+    """Read representative inputs for post-training quantization.
+
+    Accepted: a ``.npz`` (each array one sample for a single-input model, or arrays named
+    ``input_<i>`` with a leading batch-of-samples axis), a ``.pt`` (a tensor with a leading sample
+    axis, a list of tensors, or a list of tuples of tensors), or a directory of ``.npy``/``.npz``/
+    ``.pt`` files (sorted by name, one or more samples each). Each sample must match the shapes
+    of ``example_inputs`` (a leading axis of samples is split off when shapes differ by it).
+
+    Raises:
+        ModelError: missing/unreadable path, no samples, or shapes that do not fit.
+    """
+    import numpy as np
+
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"{path}: calibration data not found")
+    shapes = [tuple(t.shape) for t in example_inputs]
+
+    def split(t: torch.Tensor, k: int) -> list[torch.Tensor]:
+        t = t.to(example_inputs[k].dtype)
+        if tuple(t.shape) == shapes[k]:
+            return [t]
+        if tuple(t.shape[1:]) == shapes[k]:
+            return [x.unsqueeze(0) if False else x.reshape(shapes[k]) for x in t]
+        if tuple(t.shape[1:]) == shapes[k][1:] and shapes[k][0] == 1:
+            return [x.reshape(shapes[k]) for x in t]
+        raise ModelError(f"{path}: calibration tensor of shape {tuple(t.shape)} does not fit input {k} {shapes[k]}")
+
+    def from_obj(obj: Any) -> list[tuple[torch.Tensor, ...]]:
+        if isinstance(obj, np.ndarray):
+            obj = torch.from_numpy(obj)
+        if isinstance(obj, torch.Tensor):
+            if len(shapes) != 1:
+                raise ModelError(f"{path}: the model has {len(shapes)} inputs; give tuples of tensors")
+            return [(x,) for x in split(obj, 0)]
+        if isinstance(obj, (list, tuple)):
+            out: list[tuple[torch.Tensor, ...]] = []
+            for item in obj:
+                if isinstance(item, (list, tuple)):
+                    if len(item) != len(shapes):
+                        raise ModelError(f"{path}: a calibration sample has {len(item)} tensors, the model takes {len(shapes)}")
+                    out.append(tuple(split(torch.as_tensor(t), k)[0] for k, t in enumerate(item)))
+                else:
+                    out.extend(from_obj(item))
+            return out
+        raise ModelError(f"{path}: unsupported calibration content {type(obj).__name__}")
+
+    def from_file(f: Path) -> list[tuple[torch.Tensor, ...]]:
+        try:
+            if f.suffix == ".npy":
+                return from_obj(np.load(f, allow_pickle=False))
+            if f.suffix == ".npz":
+                with np.load(f, allow_pickle=False) as z:
+                    keys = sorted(z.files)
+                    if all(k.startswith("input_") for k in keys) and len(keys) == len(shapes):
+                        per_input = [split(torch.from_numpy(z[f"input_{k}"]), k) for k in range(len(shapes))]
+                        return list(zip(*per_input))
+                    out: list[tuple[torch.Tensor, ...]] = []
+                    for k in keys:
+                        out.extend(from_obj(z[k]))
+                    return out
+            if f.suffix == ".pt":
+                return from_obj(torch.load(f, map_location="cpu", weights_only=True))
+        except ModelError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f"{f}: cannot read calibration data ({type(exc).__name__}: {exc})") from exc
+        raise ModelError(f"{f}: calibration files must be .npz, .npy or .pt")
+
+    if path.is_dir():
+        samples: list[tuple[torch.Tensor, ...]] = []
+        for f in sorted(p for p in path.iterdir() if p.suffix in (".npy", ".npz", ".pt")):
+            samples.extend(from_file(f))
+    else:
+        samples = from_file(path)
+    if not samples:
+        raise ModelError(f"{path}: no calibration samples found")
+    return samples
+
+
+def run_forward(model: nn.Module, inputs: tuple[torch.Tensor, ...], where: str) -> Any:
+    """Run ``model(*inputs)`` once, turning any failure into a one-line :class:`ModelError`."""
+    try:
+        with torch.no_grad():
+            return model(*inputs)
+    except Exception as exc:  # noqa: BLE001 - user forward may raise anything
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(
+            f"{where}: forward() failed on the example inputs "
+            f"{[tuple(t.shape) for t in inputs]}: {type(exc).__name__}: {msg}"
+        ) from exc
+
+
+Factory = Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]
