@@ -31,6 +31,7 @@ Firmware protocol (agreed with render/build; one fact per line, semihosting cons
     ARMGEN ticks <n>
     ARMGEN error <ErrorName> <where>
     ARMGEN done
+    ARMGEN input file|embedded      (optional: whether input.bin was read)
 
 and the exit status through semihosting ``SYS_EXIT``/``SYS_EXIT_EXTENDED``.
 """
@@ -324,7 +325,10 @@ class FirmwareLog:
         outputs: output index -> int values in memory order.
         ticks: SysTick ticks around ``execute()``, None when not printed.
         errors: error lines in print order. done: ``ARMGEN done`` was printed.
-        malformed: ``ARMGEN`` lines that matched no known form.
+        input_source: ``"file"`` or ``"embedded"`` from an optional ``ARMGEN input <source>`` line
+            (the firmware says whether it read ``input.bin``), None when not printed.
+        malformed: ``ARMGEN`` lines that matched no known form (reported, not fatal: the
+            firmware may print more facts than this armgen knows).
     """
 
     pools: tuple[PoolUse, ...] = ()
@@ -333,6 +337,7 @@ class FirmwareLog:
     ticks: int | None = None
     errors: tuple[FirmwareError, ...] = ()
     done: bool = False
+    input_source: str | None = None
     malformed: tuple[str, ...] = ()
 
 
@@ -341,6 +346,7 @@ _STACK_RE = re.compile(r"^stack\s+reserved=(\d+)\s+used=(\d+)$")
 _OUTPUT_RE = re.compile(r"^output\s+(\d+)(?:\s+(-?\d+(?:\s*,\s*-?\d+)*))?\s*$")
 _TICKS_RE = re.compile(r"^ticks\s+(\d+)$")
 _ERROR_RE = re.compile(r"^error\s+(\S+)\s*(.*)$")
+_INPUT_RE = re.compile(r"^input\s+(file|embedded)\b")
 
 
 def parse_firmware_output(text: str) -> FirmwareLog:
@@ -357,6 +363,7 @@ def parse_firmware_output(text: str) -> FirmwareLog:
     ticks: int | None = None
     errors: list[FirmwareError] = []
     done = False
+    input_source: str | None = None
     malformed: list[str] = []
     for raw in text.splitlines():
         pos = raw.find("ARMGEN ")
@@ -378,6 +385,8 @@ def parse_firmware_output(text: str) -> FirmwareLog:
             errors.append(FirmwareError(_error_name(m.group(1)), m.group(2).strip()))
         elif line == "done":
             done = True
+        elif m := _INPUT_RE.match(line):
+            input_source = m.group(1)
         else:
             malformed.append(raw.strip())
     return FirmwareLog(
@@ -387,6 +396,7 @@ def parse_firmware_output(text: str) -> FirmwareLog:
         ticks=ticks,
         errors=tuple(errors),
         done=done,
+        input_source=input_source,
         malformed=tuple(malformed),
     )
 
@@ -481,8 +491,6 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
             f"firmware exited before printing `ARMGEN done`{tag}",
             hint="the firmware stopped early or its console output was lost" + logref,
         )
-    if log.malformed:
-        raise RunError(f"firmware printed a line armgen cannot read{tag}: {log.malformed[0]!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -574,13 +582,23 @@ def input_bytes(arrays: Sequence[np.ndarray], infos: Sequence[TensorInfo]) -> by
 def output_array(values: Sequence[int], info: TensorInfo) -> np.ndarray:
     """Turn one ``ARMGEN output`` line's values (memory order) into an array of ``info.shape``.
 
+    Integer outputs are printed as their values; float32 outputs as their IEEE-754 bit patterns
+    (signed 32-bit integers), which are turned back into float32 here.
+
+    Returns:
+        int64 array (integer outputs) or float32 array (float32 outputs), logical order.
+
     Raises:
         RunError: the count does not match the output's shape.
     """
     n = int(np.prod(info.shape)) if info.shape else 1
     if len(values) != n:
         raise RunError(f"firmware printed {len(values)} values for output {info.index}, expected {n}")
-    stored = np.asarray(values, dtype=np.int64).reshape([info.shape[d] for d in info.dim_order])
+    if info.dtype == "float32":
+        flat = np.asarray([v & 0xFFFFFFFF for v in values], dtype=np.uint32).view(np.float32)
+    else:
+        flat = np.asarray(values, dtype=np.int64)
+    stored = flat.reshape([info.shape[d] for d in info.dim_order])
     return np.transpose(stored, np.argsort(info.dim_order))
 
 
@@ -680,6 +698,13 @@ class Reference:
     source: str
 
 
+def _artifact(report_dir: Path, name: str) -> Path:
+    """``report_dir/name``, or ``report_dir/<basename>`` when a project keeps its artifacts flat."""
+    path = Path(report_dir) / name
+    flat = Path(report_dir) / Path(name).name
+    return flat if not path.exists() and flat.exists() else path
+
+
 def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
     """Load the compile stage's reference (``report.files["reference"]``, an ``.npz``).
 
@@ -695,7 +720,7 @@ def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
     name = report.files.get("reference")
     if not name:
         return None
-    path = Path(report_dir) / name
+    path = _artifact(report_dir, name)
     try:
         with np.load(path) as npz:
             inputs = tuple(np.asarray(npz[f"input_{t.index}"]) for t in report.inputs)
@@ -726,7 +751,7 @@ def reference_outputs(
     name = report.files.get("quantized_program")
     if not name:
         raise RunError("the program report names no quantized program to compute a reference with")
-    path = Path(report_dir) / name
+    path = _artifact(report_dir, name)
     try:
         import torch
 
@@ -796,7 +821,8 @@ class OutputCheck:
         reference: reference values as floats (dequantized when the reference is quantized),
             None when no reference was available.
         max_abs_diff: max ``|dequantized - reference|`` (output units), None without reference.
-        max_lsb_diff: the same in output LSBs (``/ scale``), None without reference.
+        max_lsb_diff: the same in output LSBs (``/ scale``), None without reference or for float
+            outputs (compared with :data:`FLOAT_RTOL`/:data:`FLOAT_ATOL` instead).
         saturated: every value sits at the int8 limits (-128 or 127).
     """
 
@@ -882,8 +908,11 @@ class RunReport:
         return data
 
 
-#: Outputs may differ from the reference by this many LSBs and still pass.
+#: Quantized outputs may differ from the reference by this many LSBs and still pass.
 LSB_TOLERANCE = 1.0
+#: Float (unquantized) outputs have no LSB: they pass when ``np.allclose`` with these tolerances.
+FLOAT_RTOL = 1e-5
+FLOAT_ATOL = 1e-6
 
 
 def _compare(
@@ -906,14 +935,20 @@ def _compare(
             r_f = dequantize(r, info) if np.issubdtype(r.dtype, np.integer) else r.astype(np.float64)
             diff = np.abs(deq - r_f)
             abs_d = float(diff.max()) if diff.size else 0.0
-            lsb_d = abs_d / info.scale if info.scale else abs_d
-            lsb_d = round(lsb_d, 6)
             ref_f = tuple(float(v) for v in r_f.reshape(-1))
-            if lsb_d > LSB_TOLERANCE + 1e-6:
+            if info.scale:
+                lsb_d = round(abs_d / info.scale, 6)
+                if lsb_d > LSB_TOLERANCE + 1e-6:
+                    findings.append(
+                        Finding("error", f"output {info.index}",
+                                f"differs from the reference by {lsb_d:g} LSB (max |diff| {abs_d:.6g}); "
+                                f"allowed {LSB_TOLERANCE:g} LSB")
+                    )  # fmt: skip
+            elif not np.allclose(deq, r_f, rtol=FLOAT_RTOL, atol=FLOAT_ATOL):
                 findings.append(
                     Finding("error", f"output {info.index}",
-                            f"differs from the reference by {lsb_d:g} LSB (max |diff| {abs_d:.6g}); "
-                            f"allowed {LSB_TOLERANCE:g} LSB")
+                            f"float output differs from the reference by up to {abs_d:.6g} "
+                            f"(allowed rtol {FLOAT_RTOL:g}, atol {FLOAT_ATOL:g})")
                 )  # fmt: skip
         if saturated:
             findings.append(
@@ -1078,7 +1113,7 @@ def run_firmware(
         source = input_source or "given input"
         try:
             ref_outputs = reference_outputs(report, report_dir, q_inputs)
-            ref_source = str(Path(report_dir) / report.files["quantized_program"])
+            ref_source = str(_artifact(report_dir, report.files["quantized_program"]))
         except RunError as exc:
             findings.append(Finding("warning", "reference", f"no reference for this input: {exc.message}"))
     elif reference is not None:
@@ -1105,6 +1140,14 @@ def run_firmware(
         ticks_per_run.append(log.ticks)
         if first is None:
             first = (log, outs)
+            if log.input_source == "embedded" and inputs is not None:
+                raise RunError(
+                    "the firmware ignored input.bin and ran its embedded sample input",
+                    hint="regenerate the project with this armgen (`armgen new --force`) so its "
+                    "firmware reads input.bin through semihosting",
+                )
+            if log.input_source == "embedded":
+                source = "firmware's embedded sample input (the reference's input)"
         elif any(not np.array_equal(a, b) for a, b in zip(first[1], outs)):
             findings.append(Finding("error", "outputs", f"outputs of run {n + 1} differ from run 1 with the same input"))
     assert first is not None
@@ -1117,21 +1160,29 @@ def run_firmware(
     if check_alternate and data is not None and report.inputs:
         alt = alternate_inputs(report.inputs)
         alt_log_path = Path(log_dir) / "qemu-alternate.log" if log_dir else None
-        qrun, _alt_log, alt_outs = _one_run(
+        qrun, alt_log, alt_outs = _one_run(
             elf, emulator, report, input_bytes(alt, report.inputs), timeout, alt_log_path,
             "second input",
         )  # fmt: skip
         seconds += qrun.seconds
         if qrun.log:
             logs.append(qrun.log)
-        alternate_checked = True
-        if all(np.array_equal(a, b) for a, b in zip(outs, alt_outs)):
+        alternate_checked = alt_log.input_source != "embedded"
+        if not alternate_checked:
+            findings.append(
+                Finding("warning", "second input",
+                        "the firmware does not read input.bin (it printed `ARMGEN input embedded`): "
+                        "outputs were not checked against a second input")
+            )  # fmt: skip
+        elif all(np.array_equal(a, b) for a, b in zip(outs, alt_outs)):
             findings.append(
                 Finding("error", "outputs",
                         "outputs are identical for two different inputs: degenerate model, or the "
                         "firmware does not read input.bin")
             )  # fmt: skip
         try:
+            if not alternate_checked:
+                raise RunError("the firmware did not run it")
             alt_ref = reference_outputs(report, report_dir, alt)
         except RunError as exc:
             findings.append(Finding("info", "second input", f"not compared with a reference: {exc.message}"))
@@ -1149,6 +1200,8 @@ def run_firmware(
                     + ", ".join(str(t) for t in ticks_per_run))
         )  # fmt: skip
     findings.extend(check_pools(log.pools, log.stack, report))
+    for line in log.malformed:
+        findings.append(Finding("warning", "console", f"line not understood by this armgen: {line!r}"))
 
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
     instructions = instructions_from_ticks(log.ticks, emulator.qemu_machine) if (log.ticks is not None and hz) else None

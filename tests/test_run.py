@@ -51,7 +51,7 @@ EMULATORS = {
     "mps3-an547": Emulator(board="qemu_mps3_an547", qemu_machine="mps3-an547", qemu_cpu="cortex-m55"),
     "mps2-an386": Emulator(board="qemu_mps2_an386", qemu_machine="mps2-an386", qemu_cpu="cortex-m4"),
 }
-MODES = {"ok": 1, "fault": 2, "hang": 3, "et_error": 4, "lockup": 5, "input": 6}
+MODES = {"ok": 1, "fault": 2, "hang": 3, "et_error": 4, "lockup": 5, "input": 6, "no_input": 6}
 
 
 @pytest.fixture(scope="session")
@@ -73,6 +73,7 @@ def probe(tmp_path_factory):
         subprocess.run(
             ["arm-none-eabi-gcc", f"-mcpu={mcpu}", "-mthumb", "-O2", "-ffreestanding", "-nostdlib",
              f"-DPROBE_MODE={MODES[mode]}", f"-DPROBE_LOOP={loop}", "-I", str(INPUT_FILE_SRC),
+             *(["-DPROBE_IGNORE_INPUT"] if mode == "no_input" else []),
              "-T", str(ld), "-o", str(elf), str(FIXTURES / "probe.c"),
              str(INPUT_FILE_SRC / "armgen_input_file.c")],
             check=True,
@@ -237,10 +238,10 @@ def test_input_reaches_firmware_through_semihosting(probe):
     run = run_qemu(elf, emu, timeout=30, input_bytes=b"\x01\x80\x7f\x00")
     log = parse_firmware_output(run.console)
     check_run(run, log)
-    assert log.outputs[0] == (1, -128, 127, 0)
+    assert log.outputs[0] == (1, -128, 127, 0) and log.input_source == "file"
     # no input.bin: the firmware keeps its embedded input
     log = parse_firmware_output(run_qemu(elf, emu, timeout=30).console)
-    assert log.outputs[0] == (9, 8, 7, 6)
+    assert log.outputs[0] == (9, 8, 7, 6) and log.input_source == "embedded"
     # a file of the wrong size is an error, not silently ignored
     run = run_qemu(elf, emu, timeout=30, input_bytes=b"\x01\x02")
     with pytest.raises(RunError, match="ExecuTorch error InvalidArgument .* in read_input"):
@@ -274,6 +275,19 @@ def test_run_firmware_end_to_end_passes(probe, tmp_path):
     assert any(f.subject == "pool method" and "56 B headroom" in f.message for f in rr.findings)
     assert len(rr.logs) == 3 and all(Path(p).is_file() for p in rr.logs)
     json.dumps(rr.to_dict())  # JSON-ready
+
+
+def test_firmware_without_input_file_support(probe, tmp_path):
+    """A firmware that says it ran its embedded input: the second-input check is reported as not
+    done, and a user-given input is refused rather than silently replaced."""
+    report, rdir = _identity_project(tmp_path)
+    elf, emu = probe("mps3-an547", "no_input"), EMULATORS["mps3-an547"]
+    # the probe's embedded input {9,8,7,6} is not the reference's input: outputs differ
+    rr = run_firmware(elf, report, emu, report_dir=rdir, timeout=30, repeat=1)
+    assert not rr.alternate_checked and "embedded" in rr.input_source
+    assert any(f.subject == "second input" and "does not read input.bin" in f.message for f in rr.findings)
+    with pytest.raises(RunError, match="ignored input.bin"):
+        run_firmware(elf, report, emu, report_dir=rdir, inputs=[np.zeros((1, 4), np.int8)], timeout=30)
 
 
 def test_run_firmware_flags_a_mismatch(probe, tmp_path):

@@ -8,7 +8,7 @@
  *   5 lockup:    executes `udf` with no usable HardFault handler (vector 0) -> CPU lockup
  *   6 input:     reads input.bin with templates/common/run/armgen_input_file.c (embedded input
  *                when absent) and echoes it as output 0 (an identity "model"), with pool, stack
- *                and ticks lines
+ *                and ticks lines (-DPROBE_IGNORE_INPUT: a firmware without input.bin support)
  */
 #include <stdint.h>
 
@@ -126,11 +126,16 @@ static int main_probe(void) {
     return 0;
 #elif PROBE_MODE == 6
     static int8_t buf[PROBE_INPUT_LEN] = {9, 8, 7, 6};  /* the "embedded sample input" */
+#ifdef PROBE_IGNORE_INPUT
+    enum armgen_input_file_status st = ARMGEN_INPUT_FILE_ABSENT;
+#else
     enum armgen_input_file_status st = armgen_input_file_read(buf, sizeof buf);
+#endif
     if (st == ARMGEN_INPUT_FILE_BAD_SIZE || st == ARMGEN_INPUT_FILE_IO_ERROR) {
         put("ARMGEN error InvalidArgument read_input\n");
         return 1;
     }
+    put(st == ARMGEN_INPUT_FILE_READ ? "ARMGEN input file\n" : "ARMGEN input embedded\n");
     int len = sizeof buf, left = 0;
     uint32_t ticks = busy_loop_ticks(1000);
     pool("planned_1", 16, 16);
