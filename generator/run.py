@@ -559,7 +559,8 @@ def quantize_input(value: np.ndarray, info: TensorInfo) -> np.ndarray:
         if info.scale is None or info.zero_point is None:
             raise RunError(f"input {info.index} is {info.dtype} without quantization parameters")
         lim = np.iinfo(dtype)
-        q = np.round(value.astype(np.float64) / info.scale) + info.zero_point
+        # float32 arithmetic with the reciprocal, as quantized_decomposed.quantize_per_tensor
+        q = np.round(value.astype(np.float32) * np.float32(1.0 / info.scale)) + info.zero_point
         return np.clip(q, lim.min, lim.max).astype(dtype)
     if np.issubdtype(dtype, np.integer) and value.dtype != dtype:
         raise RunError(f"input {info.index} is {value.dtype}, the program wants {info.dtype} (or float)")
@@ -705,11 +706,26 @@ def _artifact(report_dir: Path, name: str) -> Path:
     return flat if not path.exists() and flat.exists() else path
 
 
+def _logical(arr: np.ndarray, info: TensorInfo) -> np.ndarray:
+    """An array in memory (dim) order of ``info`` -> logical order; logical arrays unchanged."""
+    stored_shape = tuple(info.shape[d] for d in info.dim_order) if len(info.dim_order) == len(info.shape) else None
+    if stored_shape is not None and arr.shape == stored_shape:
+        return np.transpose(arr, np.argsort(info.dim_order))
+    if arr.shape == tuple(info.shape):
+        return arr
+    if stored_shape is not None and arr.size == int(np.prod(info.shape)):
+        return np.transpose(arr.reshape(stored_shape), np.argsort(info.dim_order))
+    raise RunError(f"reference array of shape {arr.shape} does not fit {info.dtype}{list(info.shape)}")
+
+
 def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
     """Load the compile stage's reference (``report.files["reference"]``, an ``.npz``).
 
     The file holds ``input_<i>``/``output_<i>`` arrays of the quantized program on the sample's
-    deterministic input. Paths in ``report.files`` are relative to ``report_dir``.
+    deterministic input, in the program's dtype and in memory (dim) order, as armgen.compile
+    writes them (e.g. NHWC for a channels_last input); arrays in logical shape are taken as they
+    are. They are returned in logical order. Paths in ``report.files`` are relative to
+    ``report_dir``.
 
     Returns:
         The reference, or None when the report names none.
@@ -723,8 +739,8 @@ def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
     path = _artifact(report_dir, name)
     try:
         with np.load(path) as npz:
-            inputs = tuple(np.asarray(npz[f"input_{t.index}"]) for t in report.inputs)
-            outputs = tuple(np.asarray(npz[f"output_{t.index}"]) for t in report.outputs)
+            inputs = tuple(_logical(np.asarray(npz[f"input_{t.index}"]), t) for t in report.inputs)
+            outputs = tuple(_logical(np.asarray(npz[f"output_{t.index}"]), t) for t in report.outputs)
     except (OSError, KeyError, ValueError) as exc:
         raise RunError(f"cannot read the reference {path}: {exc}") from None
     return Reference(inputs, outputs, str(path))
@@ -763,9 +779,13 @@ def reference_outputs(
             pass
         try:
             program = torch.export.load(str(path))
-        except Exception:  # noqa: BLE001 - may hold cortex_m:: reference ops: register them, retry
-            import executorch.backends.cortex_m.ops.operators  # noqa: F401
+        except Exception:  # noqa: BLE001 - register torchao's and cortex_m's ops, then retry
+            import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
 
+            try:
+                import executorch.backends.cortex_m.ops.operators  # noqa: F401
+            except Exception:  # noqa: BLE001
+                pass
             program = torch.export.load(str(path))
         args = []
         placeholders = [

@@ -259,6 +259,18 @@ def _identity_project(tmp_path: Path, ref_offset_lsb: int = 0) -> tuple[ProgramR
     return report, tmp_path
 
 
+def test_reference_arrays_in_memory_order_are_made_logical(tmp_path):
+    from armgen.run import load_reference
+
+    info = TensorInfo(0, (1, 3, 2, 2), "int8", (0, 2, 3, 1), 12, 0.1, 0)
+    rep = ProgramReport(**{**_report(files={"reference": "r.npz"}).__dict__, "inputs": (info,)})
+    x = np.arange(12, dtype=np.int8).reshape(1, 3, 2, 2)
+    np.savez(tmp_path / "r.npz", input_0=np.ascontiguousarray(x.transpose(0, 2, 3, 1)),
+             output_0=np.zeros((1, 4), np.int8))  # fmt: skip
+    ref = load_reference(rep, tmp_path)
+    assert np.array_equal(ref.inputs[0], x)
+
+
 def test_run_firmware_end_to_end_passes(probe, tmp_path):
     report, rdir = _identity_project(tmp_path)
     rr = run_firmware(
