@@ -368,12 +368,12 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     (tmp_path / "armgen.toml").write_text(
         'name = "kws"\nboard = "corstone_320"\nrtos = "baremetal"\nbackend = "ethos-u"\n'
         'target = "ethos-u85-256"\ncpu = "cortex-m85"\nelf = "build/kws.elf"\n'
-        '[model]\npte = "model/kws.pte"\nreport = "model/kws.report.json"\nsource = "kws"\n'
+        '[model]\npte = "model/kws.pte"\nreport = "model/kws.report.json"\nsource = "sample:kws"\n'
     )
     res = _armgen("run", str(tmp_path))
     assert res.returncode == 2, res.stderr
     assert "Ethos-U" in res.stderr and "QEMU has no Ethos-U model" in res.stderr
-    assert "armgen new kws_cpu --board corstone_320 --backend cortex-m" in res.stderr
+    assert "armgen new kws_cpu --board corstone_320 --backend cortex-m --model kws" in res.stderr
     assert "Traceback" not in res.stderr
 
 
