@@ -1,0 +1,545 @@
+"""Zephyr flavour: Board + ProjectSpec -> what the Zephyr templates (``templates/zephyr/project``) need.
+
+Pure functions, no file I/O except reading ``modules/west.yml`` with west's manifest model. The
+generated project is a normal west application (T2 topology: the application is the manifest
+repository) that builds with plain ``west build -b <target>``:
+
+* ``west.yml``: Zephyr (``modules/west.yml``'s pin, v4.4.0) imported with a ``name-allowlist``
+  (the manifest form of ExecuTorch's documented ``manifest.project-filter``: cmsis, cmsis_6,
+  hal_ethos_u, plus the board's HALs such as hal_stm32), and ExecuTorch with the sub-projects its
+  CMake needs (flatbuffers, flatcc, json, gflags) and CMSIS-NN, all at ``modules/west.yml``'s pins.
+  CMSIS-NN is *not* taken from Zephyr: it is pinned to the commit ExecuTorch's cortex_m backend
+  pins, because CMSIS-NN scratch sizes are planned ahead of time; the project's own definition
+  wins over the imported one (west: projects of the importing manifest take precedence).
+* ``prj.conf`` / ``boards/<stem>.conf`` / ``boards/<stem>.overlay``: Kconfig lines and devicetree
+  nodes below.
+* Linker snippets (``zephyr_linker_sources``) that put armgen's named sections where the spec
+  placed them: pools in the ``zephyr,sram`` region go into Zephyr's ``.noinit`` (NOINIT snippet),
+  pools in other regions into one NOLOAD output section per region (SECTIONS snippet, ``> REGION``
+  where REGION is the devicetree ``zephyr,memory-region`` name); the ``.pte`` gets the output
+  section ``.armgen_model`` in the ``zephyr,flash`` region (ROM_SECTIONS snippet) or, when the spec
+  placed it in RAM/DDR, a loadable section with VMA = LMA in that region (as ExecuTorch's
+  ``model_section.ld.in`` does for DDR on the Corstone FVPs).
+
+Devicetree facts per Zephyr board target are in :data:`ZEPHYR_DTS` (sources: Zephyr v4.4-era
+``boards/alif/ensemble_e8_dk/*.dts``, ``dts/arm/alif/ensemble/{ae822fa0e5597ls0.dtsi,
+common/ensemble_rtss_{hp,he}.dtsi}``, ``boards/arm/mps3/mps3_corstone300_fvp.dts``,
+``boards/arm/mps4/mps4_corstone320_fvp.dts``, ``dts/arm/st/{h7,f7,f4}``; ExecuTorch
+``zephyr/samples/mv2-ethosu/boards/*.overlay``). A board target not in the table is handled with
+the rule "the devicetree memory-region name equals the armgen region name" and the overlay says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from armgen.boards import Board, MemoryRegion
+from armgen.errors import BuildError, ProjectError
+from armgen.paths import MODULES_DIR
+
+#: Zephyr release the generated projects are written for (ExecuTorch's Zephyr docs:
+#: ``west init --manifest-rev v4.4.0``).
+ZEPHYR_RELEASE = "v4.4.0"
+
+#: Cortex-M cores with a data cache (Arm TRMs: Cortex-M7, -M55 and -M85 have optional I/D caches;
+#: every board armgen ships with these cores has them). Data-cache maintenance around NPU DMA is
+#: switched on for these (``CONFIG_ETHOS_U_DCACHE``, default y with ``CONFIG_CACHE_MANAGEMENT``).
+DCACHE_CORES = frozenset({"cortex-m7", "cortex-m55", "cortex-m85"})
+
+#: Zephyr core Kconfig symbols armgen writes, with the Zephyr file that declares each (v4.4.0).
+#: The tests check every ``CONFIG_`` line of a generated project against this table, the
+#: project's own Kconfig and ExecuTorch's ``zephyr/Kconfig``.
+ZEPHYR_CORE_SYMBOLS: dict[str, str] = {
+    "CPP": "lib/cpp/Kconfig",
+    "STD_CPP17": "lib/cpp/Kconfig",
+    "FPU": "arch/Kconfig",
+    "FP_HARDABI": "arch/Kconfig",
+    "MAIN_STACK_SIZE": "kernel/Kconfig",
+    "HEAP_MEM_POOL_SIZE": "kernel/Kconfig",
+    "INIT_STACKS": "kernel/Kconfig",
+    "THREAD_STACK_INFO": "kernel/Kconfig",
+    "CACHE_MANAGEMENT": "arch/Kconfig",
+    "DCACHE": "arch/Kconfig",
+    "ICACHE": "arch/Kconfig",
+    "FLASH_LOAD_OFFSET": "Kconfig.zephyr",
+    "ETHOS_U": "modules/hal_ethos_u/Kconfig (renamed from ARM_ETHOS_U in v4.2, migration guide 4.2)",
+    "ETHOS_U_DCACHE": "drivers/misc/ethos_u/Kconfig",
+    "ARM_ETHOS_U": "modules/hal_ethos_u/Kconfig before v4.2 and vendor forks (alifsemi/zephyr_alif)",
+}
+# NPU configuration choices (modules/hal_ethos_u/Kconfig; ExecuTorch's samples use ETHOS_U55_256).
+for _prefix in ("ETHOS_U", "ARM_ETHOS_U"):
+    for _npu in ("55_32", "55_64", "55_128", "55_256", "65_128", "65_256", "65_512",
+                 "85_128", "85_256", "85_512", "85_1024", "85_2048"):
+        ZEPHYR_CORE_SYMBOLS[f"{_prefix}{_npu}"] = "modules/hal_ethos_u/Kconfig (NPU configuration choice)"
+
+
+@dataclass(frozen=True)
+class DtRegion:
+    """A board region as Zephyr's devicetree knows it.
+
+    Attributes:
+        label: devicetree node label (``&label`` in overlays).
+        memory_region: the node's ``zephyr,memory-region`` name (the linker MEMORY region), or None
+            when the node has no such property (then armgen cannot place sections there by name).
+    """
+
+    label: str
+    memory_region: str | None
+
+
+@dataclass(frozen=True)
+class DtsFacts:
+    """What a Zephyr board target's devicetree already has.
+
+    Attributes:
+        regions: armgen region name -> :class:`DtRegion`.
+        flash: armgen region that is ``zephyr,flash``; sram: the one that is ``zephyr,sram``.
+        has_npu_node: the DTS already has an enabled ``arm,ethos-u`` node.
+        source: where these facts were read.
+    """
+
+    regions: dict[str, DtRegion]
+    flash: str
+    sram: str
+    has_npu_node: bool
+    source: str
+
+
+_ALIF_E8 = {
+    "ITCM": DtRegion("itcm", "ITCM"),
+    "DTCM": DtRegion("dtcm", "DTCM"),
+    "SRAM0": DtRegion("sram0", "SRAM0"),
+    "SRAM1": DtRegion("sram1", "SRAM1"),
+    "MRAM": DtRegion("mram", "MRAM"),
+}
+_ALIF_SRC = ("zephyr boards/alif/ensemble_e8_dk/ensemble_e8_dk_ae822fa0e5597ls0_rtss_{hp,he}.dts, "
+             "dts/arm/alif/ensemble/ae822fa0e5597ls0.dtsi, common/ensemble_rtss_{hp,he}.dtsi")
+_STM32_DTCM_NOTE = "dts/arm/st: dtcm is zephyr,dtcm (compatible zephyr,memory-region, region DTCM)"
+
+#: Devicetree facts per Zephyr board target (see the module docstring for sources).
+ZEPHYR_DTS: dict[str, DtsFacts] = {
+    "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp": DtsFacts(_ALIF_E8, "MRAM", "DTCM", False, _ALIF_SRC),
+    "ensemble_e8_dk/ae822fa0e5597ls0/rtss_he": DtsFacts(_ALIF_E8, "MRAM", "DTCM", False, _ALIF_SRC),
+    "mps3/corstone300/fvp": DtsFacts(
+        {
+            "ITCM": DtRegion("itcm", "ITCM"),
+            "SRAM": DtRegion("sram", "SRAM"),
+            "DTCM": DtRegion("dtcm", "DTCM"),
+            "ISRAM": DtRegion("isram", "ISRAM"),
+        },
+        "ITCM", "DTCM", True, "zephyr boards/arm/mps3/mps3_corstone300_fvp.dts (ethosu0: ethosu@48102000)",
+    ),
+    "mps4/corstone320/fvp": DtsFacts(
+        {
+            "ITCM": DtRegion("itcm", "ITCM"),
+            "BROM": DtRegion("rom", "ROM"),
+            "SRAM": DtRegion("sram", "SRAM"),
+            "DTCM": DtRegion("dtcm", "DTCM"),
+            "ISRAM": DtRegion("isram", "ISRAM"),
+        },
+        "ISRAM", "SRAM", True, "zephyr boards/arm/mps4/mps4_corstone320_fvp.dts (ethosu@50004000)",
+    ),
+    "nucleo_h743zi": DtsFacts(
+        {
+            "FLASH": DtRegion("flash0", None),
+            "DTCM": DtRegion("dtcm", "DTCM"),
+            "AXI_SRAM": DtRegion("sram0", None),
+        },
+        "FLASH", "AXI_SRAM", False, "zephyr boards/st/nucleo_h743zi, dts/arm/st/h7/stm32h743.dtsi; " + _STM32_DTCM_NOTE,
+    ),
+    "nucleo_f767zi": DtsFacts(
+        {
+            "FLASH": DtRegion("flash0", None),
+            "DTCM": DtRegion("dtcm", "DTCM"),
+            "SRAM": DtRegion("sram0", None),
+        },
+        "FLASH", "SRAM", False, "zephyr boards/st/nucleo_f767zi, dts/arm/st/f7/stm32f767Xi.dtsi; " + _STM32_DTCM_NOTE,
+    ),
+    "stm32f4_disco": DtsFacts(
+        {
+            "FLASH": DtRegion("flash0", None),
+            "CCM": DtRegion("ccm0", None),
+            "SRAM": DtRegion("sram0", None),
+        },
+        "FLASH", "SRAM", False, "zephyr boards/st/stm32f4_disco, dts/arm/st/f4/stm32f407Xg.dtsi",
+    ),
+}
+
+_ALLOWLIST_BASE = ("cmsis", "cmsis_6", "hal_ethos_u")
+#: armgen manifest projects the Zephyr application pins itself (``modules/west.yml``), in order.
+APP_PROJECTS = ("executorch", "flatbuffers", "flatcc", "json", "gflags", "cmsis-nn")
+
+
+def normalise_board_target(target: str) -> str:
+    """Zephyr's file stem for a board target: ``/`` (board qualifiers) becomes ``_``.
+
+    ``ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp`` -> ``ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp``,
+    the name Zephyr looks for in an application's ``boards/<stem>.conf`` / ``.overlay``
+    (hardware model v2, ``cmake/modules/boards.cmake``; ExecuTorch's samples use the same names).
+
+    Raises:
+        ProjectError: an empty target or one with characters Zephyr board names do not use.
+    """
+    if not target or not re.fullmatch(r"[A-Za-z0-9_]+(/[A-Za-z0-9_]*)*(@[A-Za-z0-9_.]+)?", target):
+        raise ProjectError(f"'{target}' is not a Zephyr board target (board[/soc[/cpucluster[/variant]]])")
+    base, _, revision = target.partition("@")
+    stem = "_".join(p for p in base.split("/") if p)
+    return f"{stem}_{revision.replace('.', '_')}" if revision else stem
+
+
+def dts_facts(board: Board) -> DtsFacts:
+    """Devicetree facts for the board's Zephyr target (table, else the naming rule).
+
+    For an unknown target: every region is assumed to have a node labelled ``<name in lower
+    case>`` with ``zephyr,memory-region = "<NAME>"``, ``zephyr,flash`` is the code region and
+    ``zephyr,sram`` the fastest RAM region that may hold data; no NPU node.
+
+    Raises:
+        ProjectError: the board has no Zephyr target.
+    """
+    if board.zephyr is None:
+        raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
+    known = ZEPHYR_DTS.get(board.zephyr.target)
+    if known is not None:
+        return known
+    regions = {r.name: DtRegion(r.name.lower(), r.name) for r in board.regions}
+    code = next((r.name for r in board.regions if r.base <= board.baremetal.vector_table < r.base + r.size), None)
+    from armgen.boards import SPEED_ORDER
+
+    ram = sorted(
+        (r for r in board.regions if r.volatile and "data" in r.uses),
+        key=lambda r: (SPEED_ORDER.index(r.kind) if r.kind in SPEED_ORDER else 99, r.base),
+    )
+    return DtsFacts(
+        regions,
+        code or board.regions[0].name,
+        ram[0].name if ram else board.regions[0].name,
+        False,
+        f"assumed (no devicetree facts for {board.zephyr.target} in armgen): node labels and memory-region names follow the board file",
+    )
+
+
+def _hex(n: int) -> str:
+    return f"0x{n:x}"
+
+
+def _dt_size(n: int) -> str:
+    if n % (1 << 20) == 0:
+        return f"DT_SIZE_M({n >> 20})"
+    if n % (1 << 10) == 0:
+        return f"DT_SIZE_K({n >> 10})"
+    return _hex(n)
+
+
+def has_dcache(board: Board) -> bool:
+    """True when the board's core has a data cache (:data:`DCACHE_CORES`)."""
+    return board.cpu.core in DCACHE_CORES
+
+
+def npu_kconfig_choice(board: Board) -> str | None:
+    """The NPU configuration symbol (without ``CONFIG_``), e.g. ``ETHOS_U55_256``; None without NPU."""
+    if board.npu is None or board.zephyr is None:
+        return None
+    kind = board.npu.type.replace("ethos-u", "")
+    return f"{board.zephyr.ethos_u_kconfig_prefix}{kind}_{board.npu.macs}"
+
+
+def check_npu_placement(spec: Any) -> None:
+    """Check that every pool and the ``.pte`` the NPU touches sit where it sees them at the same
+    address: Zephyr's Ethos-U driver (drivers/misc/ethos_u/ethos_u_arm.c) calls ``ethosu_init``
+    without an address remap, so a region the NPU reaches only through an alias (Alif's TCM global
+    aliases) does not work there.
+
+    Raises:
+        ProjectError: naming the pool and region.
+    """
+    if not spec.uses_npu:
+        return
+    regions = {r.name: r for r in spec.board.regions}
+    touched = [(f"pool {p.name}", p.region) for p in spec.pools if p.npu] + [("the model (.pte)", spec.model_region)]
+    for what, name in touched:
+        r = regions[name]
+        if r.npu_address != r.base:
+            raise ProjectError(
+                f"{what} is in {name}, which the NPU "
+                + ("cannot reach" if r.npu_address is None else f"sees only at {r.npu_address:#x}")
+                + "; Zephyr's Ethos-U driver does not remap addresses",
+                hint="place it in a region whose npu_address equals its base (e.g. SRAM0 on Alif)",
+            )
+
+
+def zephyr_sram_region(spec: Any, facts: DtsFacts) -> str:
+    """The region armgen makes ``zephyr,sram`` (Zephyr's .data/.bss/.noinit, main stack, heap).
+
+    With an NPU: the region of the NPU pools (so that all DMA buffers and the runtime share one
+    NPU-reachable RAM, as ExecuTorch's overlays do: Corstone-300 ``isram``, Alif ``sram0``), never
+    a region the NPU cannot reach. Without: the board's default ``zephyr,sram``.
+    """
+    if spec.uses_npu:
+        npu_pools = [p for p in spec.pools if p.npu]
+        if npu_pools:
+            return npu_pools[0].region
+        regions = {r.name: r for r in spec.board.regions}
+        if regions[facts.sram].npu_address is None:
+            reach = [r for r in spec.board.regions if r.npu_address == r.base and r.volatile and "data" in r.uses]
+            if reach:
+                return reach[0].name
+    return facts.sram
+
+
+@dataclass(frozen=True)
+class SectionPlacement:
+    """One output section armgen adds through a Zephyr linker snippet.
+
+    Attributes:
+        name: output section name (``.armgen_model``, ``.armgen_pools_<REGION>``).
+        region: armgen region name. memory_region: linker MEMORY region (``RAM``/``FLASH`` for the
+        chosen ones, else the devicetree ``zephyr,memory-region`` name).
+        inputs: input sections collected (``.armgen_pool.<name>`` / ``.armgen_model``).
+        noload: True for pools (not in the image), False for the model (loadable).
+    """
+
+    name: str
+    region: str
+    memory_region: str
+    inputs: tuple[str, ...]
+    noload: bool
+
+
+def _memory_region_of(region: str, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]], board: Board) -> str:
+    if region == sram:
+        return "RAMABLE_REGION"
+    if region == facts.flash:
+        return "ROMABLE_REGION"
+    dt = facts.regions.get(region)
+    if dt is not None and dt.memory_region:
+        return dt.memory_region
+    r = board.region(region)
+    name = f"ARMGEN_{region.upper()}"
+    new_nodes[region] = {
+        "label": f"armgen_{region.lower()}",
+        "unit": f"{r.base:x}",
+        "base": _hex(r.base),
+        "size": _dt_size(r.size),
+        "memory_region": name,
+    }
+    return name
+
+
+def zephyr_context(spec: Any) -> dict[str, Any]:
+    """Everything the Zephyr templates need, from the spec (and its Board).
+
+    Returns:
+        dict with keys: ``zephyr_target``, ``board_stem``, ``zephyr_release``, ``dts_source``,
+        ``prj_conf`` (list of (comment, [lines])), ``board_conf`` (same), ``overlay`` (dict: npu node,
+        sram label, flash region, new memory-region nodes), ``pool_kconfig`` (list of dicts: symbol,
+        bytes, pool, prompt), ``sections_noinit`` / ``sections_region`` / ``model_section``
+        (:class:`SectionPlacement`), ``west`` (dict for west.yml), ``dcache``.
+
+    Raises:
+        ProjectError: the board has no Zephyr target, or the NPU placement is not usable by
+            Zephyr's Ethos-U driver (:func:`check_npu_placement`).
+    """
+    board: Board = spec.board
+    facts = dts_facts(board)
+    zt = board.zephyr
+    assert zt is not None
+    check_npu_placement(spec)
+    sram = zephyr_sram_region(spec, facts)
+    dcache = has_dcache(board)
+    new_nodes: dict[str, dict[str, Any]] = {}
+
+    # ---- pools and model -> linker snippets --------------------------------------------------
+    noinit = tuple(p.section for p in spec.pools if p.region == sram)
+    by_region: dict[str, list[str]] = {}
+    for p in spec.pools:
+        if p.region != sram:
+            by_region.setdefault(p.region, []).append(p.section)
+    region_sections = []
+    for region in sorted(by_region, key=lambda n: board.region(n).base):
+        if region == facts.flash:
+            raise ProjectError(f"a memory pool is planned in {region}, Zephyr's flash region")
+        mem = _memory_region_of(region, facts, sram, new_nodes, board)
+        region_sections.append(
+            SectionPlacement(f".armgen_pools_{region.lower()}", region, mem, tuple(by_region[region]), True)
+        )
+    model_mem = _memory_region_of(spec.model_region, facts, sram, new_nodes, board)
+    model_section = SectionPlacement(".armgen_model", spec.model_region, model_mem, (".armgen_model",), False)
+
+    # ---- Kconfig -------------------------------------------------------------------------------
+    npu_choice = npu_kconfig_choice(board) if spec.uses_npu else None
+    prefix = zt.ethos_u_kconfig_prefix
+    board_conf: list[tuple[str, list[str]]] = []
+    if zt.flash_load_offset:
+        board_conf.append((
+            f"The image starts {zt.flash_load_offset:#x} bytes into {facts.flash} (board file: "
+            f"zephyr.flash_load_offset; on Alif it must equal the ATOC mramAddress).",
+            [f"CONFIG_FLASH_LOAD_OFFSET={_hex(zt.flash_load_offset)}"],
+        ))
+    if npu_choice:
+        board_conf.append((
+            f"Zephyr's Ethos-U driver, so ExecuTorch builds and registers its EthosUBackend delegate "
+            f"({board.npu.vela_accelerator}, the configuration the .pte was compiled for).",
+            [f"CONFIG_{prefix}=y", f"CONFIG_{npu_choice}=y"],
+        ))
+    if dcache:
+        lines = ["CONFIG_CACHE_MANAGEMENT=y", "CONFIG_DCACHE=y", "CONFIG_ICACHE=y"]
+        why = f"{board.cpu.core} has instruction and data caches: keep them on"
+        if npu_choice:
+            if prefix == "ETHOS_U":
+                lines.append("CONFIG_ETHOS_U_DCACHE=y")
+                why += ("; the NPU's DMA bypasses the D-cache, so the driver cleans/invalidates the "
+                        "buffers it hands over (ethosu_flush_dcache/ethosu_invalidate_dcache)")
+            else:
+                why += "; this Zephyr tree names its Ethos-U cache hooks differently: check the vendor driver"
+        board_conf.append((why + ".", lines))
+    if spec.uses_npu:
+        model_reach = board.region(spec.model_region)
+        board_conf.append((
+            f"The .pte is read in place from {spec.model_region} (NPU address {model_reach.npu_address:#x}): "
+            "armgen's model code never copies it to SRAM (what ExecuTorch's samples ask for with "
+            "CONFIG_ET_ARM_MODEL_PTE_DMA_ACCESSIBLE=y).",
+            [],
+        ))
+
+    fpu = board.cpu.fpu != "none" and board.cpu.gcc_float_abi == "hard"
+    prj_conf: list[tuple[str, list[str]]] = [
+        ("ExecuTorch (the Zephyr module in modules/lib/executorch).", ["CONFIG_EXECUTORCH=y"]),
+        ("C++17 for the runtime and the model API.", ["CONFIG_CPP=y", "CONFIG_STD_CPP17=y"]),
+        (
+            "Selective operator registration: only model/selected_operators.yaml's kernels are built "
+            "and registered (CMakeLists.txt), not ExecuTorch's whole portable library.",
+            ["CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS=n"],
+        ),
+    ]
+    if fpu:
+        prj_conf.append((
+            f"Hard-float ABI on the {board.cpu.core} FPU" + (" (also enables Helium builds of CMSIS-NN)" if board.cpu.mve != "none" else "") + ".",
+            ["CONFIG_FPU=y", "CONFIG_FP_HARDABI=y"],
+        ))
+    prj_conf.append((
+        f"Main stack: {spec.stack_size} bytes (armgen.toml [memory] stack), painted so the firmware can "
+        "report its high-water mark.",
+        [f"CONFIG_MAIN_STACK_SIZE={spec.stack_size}", "CONFIG_INIT_STACKS=y", "CONFIG_THREAD_STACK_INFO=y"],
+    ))
+    prj_conf.append((
+        f"Kernel heap (k_malloc): {spec.heap_size} bytes, used once at boot"
+        + (" by the Ethos-U driver for its mutex and semaphore" if spec.uses_npu else "; nothing allocates")
+        + ". Any allocation after the model is initialised stops the firmware (src/platform/platform.c). "
+        "Console output uses printk (no allocation, no float formatting needed).",
+        [f"CONFIG_HEAP_MEM_POOL_SIZE={spec.heap_size}"],
+    ))
+
+    pool_kconfig = []
+    for p in spec.pools:
+        if p.kind == "planned":
+            prompt = f"Planned buffer {p.memory_id} (memory id {p.memory_id}) in bytes"
+            help_ = ("Size of the memory plan's buffer, exactly as the program asks (checked at init "
+                     "against MethodMeta::memory_planned_buffer_size).")
+        elif p.kind == "method":
+            prompt = "Method allocator pool in bytes"
+            help_ = "armgen's bound on what Method::init and execution take from the method allocator."
+        else:
+            prompt = "Temp allocator pool in bytes"
+            help_ = "Scratch the kernels and delegates ask for at run time (Vela scratch on the Ethos-U path)."
+        pool_kconfig.append({
+            "symbol": f"ARMGEN_POOL_{p.name.upper()}_SIZE",
+            "macro": f"ARMGEN_POOL_{p.name.upper()}_SIZE",
+            "bytes": p.bytes,
+            "pool": p,
+            "prompt": prompt,
+            "help": f"{help_} Placed in {p.region} ({p.section}).",
+        })
+
+    overlay = {
+        "sram_label": facts.regions[sram].label if sram in facts.regions else f"armgen_{sram.lower()}",
+        "sram_changed": sram != facts.sram,
+        "sram_region": sram,
+        "default_sram": facts.sram,
+        "flash_region": facts.flash,
+        "npu_node": None,
+        "new_nodes": [new_nodes[k] for k in sorted(new_nodes, key=lambda n: board.region(n).base)],
+    }
+    if sram not in facts.regions and sram not in new_nodes:
+        r = board.region(sram)
+        overlay["new_nodes"].append({
+            "label": f"armgen_{sram.lower()}", "unit": f"{r.base:x}", "base": _hex(r.base),
+            "size": _dt_size(r.size), "memory_region": f"ARMGEN_{sram.upper()}",
+        })
+    if spec.uses_npu and not facts.has_npu_node and board.npu is not None:
+        overlay["npu_node"] = {
+            "label": "ethosu0",
+            "name": f"{board.npu.type.replace('-', '')}@{board.npu.base_address:x}",
+            "base": _hex(board.npu.base_address),
+            "irq": board.npu.irq,
+        }
+
+    return {
+        "zephyr_target": zt.target,
+        "board_stem": normalise_board_target(zt.target),
+        "zephyr_release": zt.release or ZEPHYR_RELEASE,
+        "zephyr_vendor_fork": zt.vendor_fork,
+        "zephyr_vendor_target": zt.vendor_target,
+        "zephyr_note": zt.note,
+        "dts_source": facts.source,
+        "prj_conf": prj_conf,
+        "board_conf": board_conf,
+        "overlay": overlay,
+        "pool_kconfig": pool_kconfig,
+        "sections_noinit": noinit,
+        "sections_region": region_sections,
+        "model_section": model_section,
+        "west": west_projects(board),
+        "dcache": dcache,
+        "npu_kconfig": npu_choice,
+        "hal_modules": tuple(m for m in zt.hal_modules if m not in _ALLOWLIST_BASE),
+    }
+
+
+def west_projects(board: Board, manifest_path: Path | None = None) -> dict[str, Any]:
+    """The west projects of a generated application, from armgen's pinned ``modules/west.yml``.
+
+    Returns:
+        dict: ``zephyr`` (ProjectPin of Zephyr), ``allowlist`` (Zephyr's projects imported by name:
+        cmsis, cmsis_6, hal_ethos_u + the board's HALs, sorted), ``projects`` (ProjectPins pinned by
+        the application itself: :data:`APP_PROJECTS` in order), ``remotes`` (sorted (name, url-base)).
+
+    Raises:
+        WorkspaceError: ``modules/west.yml`` is missing or malformed (from armgen.workspace).
+    """
+    from armgen.workspace import load_manifest
+
+    pins = {p.name: p for p in load_manifest(manifest_path or MODULES_DIR / "west.yml")}
+    zephyr = pins["zephyr"]
+    hals = board.zephyr.hal_modules if board.zephyr else ()
+    allow = sorted(set(_ALLOWLIST_BASE) | set(hals))
+    projects = [pins[n] for n in APP_PROJECTS if n in pins]
+    remotes = {}
+    for p in [zephyr, *projects]:
+        remotes[p.owner] = p.url.rsplit("/", 1)[0]
+    return {
+        "zephyr": zephyr,
+        "allowlist": allow,
+        "projects": projects,
+        "remotes": sorted(remotes.items()),
+    }
+
+
+def check_zephyr_workspace(workspace: Any) -> None:
+    """Refuse a Zephyr build when the workspace has no Zephyr tree.
+
+    Args:
+        workspace: an :class:`armgen.workspace.Workspace`.
+
+    Raises:
+        BuildError: ``no Zephyr in the workspace <root>`` with the command that adds it.
+    """
+    if not workspace.has_zephyr:
+        raise BuildError(
+            f"no Zephyr in the workspace {workspace.root} (this is a Zephyr project)",
+            hint="run: armgen workspace init --zephyr (Zephyr v4.4.0 and its HALs, over 1 GB), "
+            "or build it with plain `west build` in a west workspace made from the project's west.yml",
+        )
