@@ -1,3 +1,156 @@
-"""`armgen new` (not implemented yet)."""
+"""`armgen new NAME --board BOARD`: compile a model and write a firmware project for a board."""
 
-from armgen.cli import main  # noqa: F401
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from armgen.cli import main
+from armgen.cli._console import err_console, out_console
+from armgen.errors import ModelError, ProjectError
+
+
+def _say(text: str) -> None:
+    err_console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+@main.command("new")
+@click.argument("name")
+@click.option("--board", "board_name", required=True, help="Board name, alias or path to a board .yaml file.")
+@click.option("--model", default=None, help="Model: .py / .py:attr / .pt2, or a compiled .pte with its .report.json beside it. Default: the built-in sample NAME.")
+@click.option("--weights", default=None, help="Trained float .tflite for a built-in sample.")
+@click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None,
+              help="Default: zephyr for boards Zephyr supports, baremetal for QEMU machines.")
+@click.option("--backend", type=click.Choice(["cortex-m", "ethos-u"]), default=None,
+              help="Default: ethos-u when the board has an NPU, cortex-m otherwise.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Parent directory of the project.")
+@click.option("--force", is_flag=True, help="Replace an existing project directory (its build/ is kept).")
+def new_cmd(
+    name: str,
+    board_name: str,
+    model: str | None,
+    weights: str | None,
+    rtos: str | None,
+    backend: str | None,
+    out_dir: Path,
+    force: bool,
+) -> None:
+    """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
+
+    Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad).
+    """
+    from armgen.boards import load_board
+    from armgen.render import render_project, write_project
+    from armgen.spec import default_backend, default_rtos, make_spec, validate_name
+
+    # Cheap checks first: nothing is compiled or written for bad input.
+    validate_name(name)
+    board = load_board(board_name)
+    backend = backend or default_backend(board)
+    rtos = rtos or default_rtos(board)
+    if backend == "ethos-u" and board.npu is None:
+        raise ProjectError(
+            f"board '{board.name}' has no Ethos-U NPU, so backend 'ethos-u' cannot be used",
+            hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
+        )
+    if rtos == "zephyr":
+        from armgen.paths import TEMPLATES_DIR
+
+        if not (TEMPLATES_DIR / "zephyr" / "project").is_dir():
+            raise ProjectError("zephyr flavour not implemented yet", hint="use --rtos baremetal")
+        if board.zephyr is None:
+            raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
+    dest = out_dir.expanduser().resolve() / name
+    if dest.exists() and not force:
+        raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
+
+    board_ref = board_name if not _looks_like_path(board_name) else str(Path(board_name).expanduser().resolve())
+    with tempfile.TemporaryDirectory(prefix="armgen-new-") as tmp:
+        report, pte_path, report_path, source = _program(name, model, weights, board, backend, Path(tmp))
+        spec = make_spec(
+            report,
+            board,
+            name=name,
+            pte_path=pte_path,
+            report_path=report_path,
+            board_ref=board_ref,
+            rtos=rtos,  # type: ignore[arg-type]
+            backend=backend,  # type: ignore[arg-type]
+            model_source=source,
+            weights=str(Path(weights).expanduser().resolve()) if weights else None,
+        )
+        rendered = render_project(spec)
+        project = write_project(rendered, out_dir, force=force)
+
+    _say(f"created {project} ({len(rendered.files)} files): {spec.rtos} project for {board.name}, "
+         f"backend {spec.backend}, program {report.name} ({report.pte_size} B)")
+    table = Table(title=f"memory pools of {name}", title_justify="left")
+    for col in ("pool", "bytes", "region", "section"):
+        table.add_column(col, justify="right" if col == "bytes" else "left")
+    for p in spec.pools:
+        table.add_row(p.name, f"{p.bytes:,}", p.region, p.section)
+    table.add_row(".pte", f"{report.pte_size:,}", spec.model_region, ".armgen_model")
+    table.add_row("stack", f"{spec.stack_size:,}", spec.stack_region, ".stack")
+    out_console.print(table)
+    _say(f"operators: {', '.join(spec.selected_operators) or 'none (all delegated)'}")
+    _say(f"next: armgen build {project}")
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text or text.endswith((".yaml", ".yml")) or Path(text).is_file()
+
+
+def _program(name, model, weights, board, backend, tmp: Path):
+    """Compile (or pick up) the program: (report, pte path, report path, source description)."""
+    from armgen.program_report import ProgramReport
+
+    if model is not None and model.lower().endswith(".pte"):
+        pte = Path(model).expanduser().resolve()
+        report_path = pte.with_name(pte.stem + ".report.json")
+        if not pte.is_file():
+            raise ModelError(f"{pte}: model file not found")
+        if not report_path.is_file():
+            raise ProjectError(
+                f"{report_path} not found next to {pte.name}",
+                hint="compile with `armgen compile` (it writes the report), or pass the model source",
+            )
+        try:
+            report = ProgramReport.load(report_path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
+        return report, pte, report_path, str(pte)
+
+    from armgen.compile import compile_model
+    from armgen.model_source import sample_names
+
+    if model is None and name not in sample_names():
+        raise ProjectError(
+            f"'{name}' is not a built-in sample ({', '.join(sample_names())})",
+            hint="pass --model FILE to make a project from your own model",
+        )
+    source = model or name
+    if backend == "ethos-u":
+        npu = board.npu
+        target, kwargs = npu.vela_accelerator, {
+            "cpu": board.cpu.et_target,
+            "system_config": npu.vela_system_config,
+            "memory_mode": npu.vela_memory_mode,
+            "vela_config_file": npu.vela_config_file,
+        }
+    else:
+        target, kwargs = board.cpu.et_target, {}
+    _say(f"compiling {source} for {target} ...")
+    result = compile_model(source, target, out_dir=tmp / "program", weights=weights, name=name, **kwargs)
+    for note in result.notes:
+        _say(f"note: {note}")
+    desc = f"sample:{source}" if model is None else str(Path(source).expanduser().resolve()) if Path(source).exists() else source
+    return result.report, result.pte_path, result.report_path, desc
+
+
+def _cleanup(path: Path) -> None:  # pragma: no cover - helper kept for symmetry with write_project
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,446 @@
+"""Project + workspace -> ELF + linker map: a real cross-compile with CMake, Ninja and arm-none-eabi-gcc.
+
+Bare metal: ``cmake -G Ninja`` with the project's toolchain file (``cmake/arm-none-eabi-gcc.cmake``,
+Debian's ``arm-none-eabi-gcc``), the workspace's ExecuTorch, CMSIS-NN (and for the Ethos-U path the
+hal_ethos_u driver and CMSIS_6 headers), ``flatc`` from the installed ``executorch`` wheel and the
+running Python for ExecuTorch's code generators; then ``ninja`` in ``PROJECT/build``. The ELF and
+its map file land in ``PROJECT/build/<name>.elf`` / ``.map`` (named in ``armgen.toml``).
+
+Progress goes to a callback (``configure``, ``compile N/M``, ``link``); every tool line is kept in
+``build/armgen-build.log``. On failure the first compiler/linker error and its file are in the
+:class:`~armgen.errors.BuildError` message. At the end the size stage runs (:mod:`armgen.size`) when
+it is installed, against the board and the project's budgets.
+
+The stage never prints; the CLI (:mod:`armgen.cli.build_cmd`) shows progress and results.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
+from armgen.paths import workspace_dir
+
+#: Debian packages that provide the cross toolchain (compiler, newlib, libstdc++).
+TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
+#: Parallel jobs: the machine's two cores are shared, so at most 2.
+DEFAULT_JOBS = 2
+
+Progress = Callable[[str, int, int, str], None]
+"""progress(phase, done, total, detail): phase is ``configure``, ``compile``, ``link`` or ``size``."""
+
+_NINJA_LINE = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
+_ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s+(?:fatal\s+)?error:\s+(?P<msg>.*)$")
+_LD_ERROR = re.compile(r"(undefined reference to .*|region `[^']+' overflowed by \d+ bytes|cannot find .*|"
+                       r"multiple definition of .*)")
+
+
+@dataclass(frozen=True)
+class ProjectRecord:
+    """What ``armgen.toml`` says (the keys build, size and run need).
+
+    Attributes:
+        root: the project directory. name, board (name or path), rtos, backend, target, cpu.
+        elf / map: absolute paths of the build outputs. data: the whole parsed TOML.
+    """
+
+    root: Path
+    name: str
+    board: str
+    rtos: str
+    backend: str
+    target: str
+    cpu: str
+    elf: Path
+    map: Path
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def build_dir(self) -> Path:
+        """``PROJECT/build``."""
+        return self.root / "build"
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A finished build.
+
+    Attributes:
+        project: the record. elf / map: output paths. seconds: wall time of configure + build.
+        steps: Ninja edges run (0 when already up to date). compiled: translation units compiled.
+        log: the full tool log. size: the size stage's report (None when armgen.size is absent or
+            was skipped). violations: budget violations (empty when within budget).
+        workspace: the workspace root used.
+    """
+
+    project: ProjectRecord
+    elf: Path
+    map: Path
+    seconds: float
+    steps: int
+    compiled: int
+    log: Path
+    workspace: Path
+    size: Any = None
+    violations: tuple[Any, ...] = ()
+
+
+def load_project(project: Path | str | None = None) -> ProjectRecord:
+    """Read ``armgen.toml`` of the project at ``project`` (default: the current directory).
+
+    Raises:
+        ProjectError: no ``armgen.toml`` there, malformed TOML, or a key missing.
+    """
+    root = Path(project or ".").expanduser().resolve()
+    path = root / "armgen.toml"
+    if not path.is_file():
+        raise ProjectError(
+            f"{root} is not an armgen project (no armgen.toml)",
+            hint="run `armgen new NAME --board BOARD` first, or pass the project directory",
+        )
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ProjectError(f"{path}: {exc}") from exc
+    try:
+        return ProjectRecord(
+            root=root,
+            name=str(data["name"]),
+            board=str(data["board"]),
+            rtos=str(data["rtos"]),
+            backend=str(data["backend"]),
+            target=str(data.get("target", "")),
+            cpu=str(data.get("cpu", "")),
+            elf=root / str(data["elf"]),
+            map=root / str(data["map"]),
+            data=data,
+        )
+    except KeyError as exc:
+        raise ProjectError(f"{path}: missing key {exc.args[0]!r}") from None
+
+
+def find_toolchain() -> dict[str, Path]:
+    """Locate the host tools of a bare-metal build.
+
+    Returns:
+        ``{"gcc": ..., "cmake": ..., "ninja": ...}`` absolute paths. cmake and ninja are Debian's
+        (``/usr/bin``) when present: mixing a venv's pip cmake/ninja with Debian's forces full rebuilds.
+
+    Raises:
+        ToolchainError: arm-none-eabi-gcc, cmake or ninja missing (the hint names Debian packages).
+    """
+    gcc = shutil.which("arm-none-eabi-gcc")
+    if gcc is None:
+        raise ToolchainError(
+            "arm-none-eabi-gcc not found on PATH",
+            hint=f"install the Debian packages: sudo apt-get install {TOOLCHAIN_PACKAGES}",
+        )
+    tools: dict[str, Path] = {"gcc": Path(gcc)}
+    for tool, pkg in (("cmake", "cmake"), ("ninja", "ninja-build")):
+        system = Path("/usr/bin") / tool
+        found = str(system) if system.is_file() and os.access(system, os.X_OK) else shutil.which(tool)
+        if found is None:
+            raise ToolchainError(f"{tool} not found", hint=f"install the Debian package: sudo apt-get install {pkg}")
+        tools[tool] = Path(found)
+    return tools
+
+
+def resolve_workspace(explicit: Path | str | None = None, *, ethos_u: bool = False) -> Path:
+    """Return the workspace root to build against.
+
+    Uses :func:`armgen.workspace.find_workspace` (``explicit``, ``$ARMGEN_WORKSPACE`` or the default
+    location). A directory that was not made by ``armgen workspace init`` but holds the sources a
+    firmware build needs at the usual paths is accepted too.
+
+    Raises:
+        WorkspaceError: no workspace, or one without the sources this build needs (hint: how to make one).
+    """
+    root = Path(explicit).expanduser().absolute() if explicit else workspace_dir()
+    needed = ["modules/lib/executorch/CMakeLists.txt", "modules/lib/cmsis-nn/CMakeLists.txt"]
+    if ethos_u:
+        needed += ["modules/hal/ethos_u", "modules/hal/cmsis_6/CMSIS/Core/Include"]
+    try:
+        from armgen.workspace import find_workspace
+
+        ws = find_workspace(root)
+        root = ws.root
+    except ImportError:  # pragma: no cover - workspace stage is part of armgen
+        pass
+    except WorkspaceError:
+        if not all((root / n).exists() for n in needed):
+            raise
+    missing = [n for n in needed if not (root / n).exists()]
+    if missing:
+        raise WorkspaceError(
+            f"the workspace at {root} lacks {', '.join(missing)}",
+            hint=f"run `armgen workspace init {root}`",
+        )
+    return root
+
+
+def flatc_path() -> Path | None:
+    """``flatc`` shipped in the executorch wheel (same version as the pinned flatbuffers headers)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("executorch")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(loc) / "data" / "bin" / "flatc"
+        if path.is_file():
+            return path
+    return None
+
+
+def build_project(
+    project: Path | str | None = None,
+    *,
+    workspace: Path | str | None = None,
+    jobs: int = DEFAULT_JOBS,
+    progress: Progress | None = None,
+    size: bool = True,
+    rebuild: bool = False,
+) -> BuildResult:
+    """Configure (first time) and build the project; then size the ELF against its budgets.
+
+    Args:
+        project: project directory (default: current directory). workspace: explicit workspace.
+        jobs: parallel compile jobs. progress: callback, see :data:`Progress`.
+        size: run the size stage at the end when :mod:`armgen.size` exists.
+        rebuild: delete ``build/`` first (a clean build).
+
+    Returns:
+        BuildResult.
+
+    Raises:
+        ProjectError: not a project. ToolchainError: a tool is missing. WorkspaceError: no usable
+        workspace. BuildError: configure, compile or link failed (first error and its file in the
+        message; the full log path in the hint).
+    """
+    record = load_project(project)
+    if record.rtos == "zephyr":
+        raise BuildError(
+            "Zephyr projects are built with `west build` in a Zephyr workspace; none is set up here",
+            hint="armgen workspace init --zephyr (needs network access to fetch Zephyr)",
+        )
+    if record.rtos != "baremetal":
+        raise ProjectError(f"{record.root / 'armgen.toml'}: unknown rtos '{record.rtos}'")
+    tools = find_toolchain()
+    ws = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
+    progress = progress or (lambda *a: None)
+
+    build_dir = record.build_dir
+    if rebuild and build_dir.is_dir():
+        shutil.rmtree(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    log_path = build_dir / "armgen-build.log"
+    start = time.monotonic()
+    with open(log_path, "w") as log:
+        if not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws):
+            progress("configure", 0, 1, str(build_dir))
+            cmd = [
+                str(tools["cmake"]),
+                "-G", "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
+                "-S", str(record.root),
+                "-B", str(build_dir),
+                f"-DARMGEN_WORKSPACE={ws}",
+                f"-DPYTHON_EXECUTABLE={sys.executable}",
+            ]
+            flatc = flatc_path()
+            if flatc is not None:
+                cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
+            lines = _run(cmd, record.root, log, None)
+            if lines is None:
+                raise BuildError(
+                    "cmake configure failed: " + _first_cmake_error(log_path),
+                    hint=f"full log: {log_path}",
+                )
+            progress("configure", 1, 1, "done")
+
+        state = {"steps": 0, "compiled": 0, "total": 0}
+
+        def on_line(line: str) -> None:
+            m = _NINJA_LINE.match(line)
+            if not m:
+                return
+            done, total, what = int(m.group(1)), int(m.group(2)), m.group(3)
+            state["steps"] = done
+            state["total"] = total
+            if what.startswith("Linking") and what.rstrip().endswith(".elf"):
+                progress("link", done, total, what)
+            else:
+                if what.startswith("Building"):
+                    state["compiled"] += 1
+                progress("compile", done, total, what)
+
+        cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}"]
+        if _run(cmd, record.root, log, on_line) is None:
+            raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
+    seconds = time.monotonic() - start
+
+    if not record.elf.is_file():
+        raise BuildError(f"the build finished but {record.elf} is missing", hint=f"full log: {log_path}")
+    result = BuildResult(
+        project=record,
+        elf=record.elf,
+        map=record.map,
+        seconds=seconds,
+        steps=state["steps"],
+        compiled=state["compiled"],
+        log=log_path,
+        workspace=ws,
+    )
+    if size:
+        result = _size_stage(result, progress)
+    return result
+
+
+def build_for_board(
+    project: Path | str | None,
+    board: str,
+    *,
+    workspace: Path | str | None = None,
+    jobs: int = DEFAULT_JOBS,
+    progress: Progress | None = None,
+    rebuild: bool = False,
+) -> BuildResult:
+    """Build the project's program for another board (e.g. its QEMU stand-in) as a bare-metal project.
+
+    The project's ``.pte`` and report are planned and rendered for ``board`` into
+    ``PROJECT/build/<board>/<name>/`` (a complete bare-metal project of its own) and built there.
+    The program must fit that board's CPU (CMSIS-NN scratch sizes are planned per CPU).
+
+    Raises:
+        ProjectError: the project has no report/.pte, or the program does not fit ``board``.
+        and everything :func:`build_project` raises.
+    """
+    from armgen.boards import load_board
+    from armgen.program_report import ProgramReport
+    from armgen.render import render_project, write_project
+    from armgen.spec import make_spec
+
+    record = load_project(project)
+    model = record.data.get("model", {})
+    pte = record.root / str(model.get("pte", f"model/{record.name}.pte"))
+    report_path = record.root / str(model.get("report", f"model/{record.name}.report.json"))
+    if not pte.is_file() or not report_path.is_file():
+        raise ProjectError(f"{record.root}: the program ({pte.name}, {report_path.name}) is missing from model/")
+    try:
+        report = ProgramReport.load(report_path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
+    target_board = load_board(board)
+    spec = make_spec(
+        report,
+        target_board,
+        name=record.name,
+        pte_path=pte,
+        report_path=report_path,
+        rtos="baremetal",
+        backend=report.backend,  # type: ignore[arg-type]
+        model_source=str(model.get("source", "")),
+    )
+    parent = record.build_dir / target_board.name
+    sub = write_project(render_project(spec), parent, force=True)
+    return build_project(sub, workspace=workspace, jobs=jobs, progress=progress, rebuild=rebuild)
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+def _run(cmd: list[str], cwd: Path, log: Any, on_line: Callable[[str], None] | None) -> list[str] | None:
+    """Run a tool, tee its output into the log; return its lines, or None on a non-zero exit."""
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    env = dict(os.environ)
+    env.setdefault("NINJA_STATUS", "[%f/%t] ")
+    # Running ExecuTorch's generators from its source tree must not shadow the wheel.
+    env.pop("PYTHONPATH", None)
+    try:
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, errors="replace"
+        )
+    except OSError as exc:
+        raise ToolchainError(f"cannot run {cmd[0]}: {exc.strerror}") from None
+    lines: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log.write(line)
+        line = line.rstrip("\n")
+        lines.append(line)
+        if on_line is not None:
+            on_line(line)
+    rc = proc.wait()
+    log.write(f"# exit status {rc}\n")
+    log.flush()
+    return lines if rc == 0 else None
+
+
+def _workspace_changed(build_dir: Path, ws: Path) -> bool:
+    cache = build_dir / "CMakeCache.txt"
+    try:
+        for line in cache.read_text(errors="replace").splitlines():
+            if line.startswith("ARMGEN_WORKSPACE:"):
+                return Path(line.split("=", 1)[1]) != ws
+    except OSError:
+        return True
+    return True
+
+
+def _first_cmake_error(log_path: Path) -> str:
+    text = log_path.read_text(errors="replace").splitlines()
+    for i, line in enumerate(text):
+        if line.startswith("CMake Error"):
+            detail = " ".join(t.strip() for t in text[i + 1 : i + 4] if t.strip())
+            return f"{line.strip()} {detail}".strip()
+    return "see the log"
+
+
+def _first_build_error(log_path: Path) -> str:
+    """The first compiler error (``file:line: error: msg``) or linker error of a failed build."""
+    lines = log_path.read_text(errors="replace").splitlines()
+    for line in lines:
+        m = _ERROR_LINE.match(line.strip())
+        if m:
+            return f"compile failed: {m.group('file')}:{m.group('line')}: {m.group('msg')}"
+    for line in lines:
+        m = _LD_ERROR.search(line)
+        if m and ("ld" in line or "undefined" in line or "region" in line):
+            return f"link failed: {line.strip()}"
+    for line in lines:
+        if line.startswith("FAILED:"):
+            return f"build failed: {line[len('FAILED:'):].strip()}"
+    return "build failed (see the log)"
+
+
+def _size_stage(result: BuildResult, progress: Progress) -> BuildResult:
+    """Size the ELF and check budgets when the size stage is available (it is optional here)."""
+    try:
+        from armgen import size as size_mod
+    except ImportError:
+        return result
+    if not hasattr(size_mod, "size_elf"):
+        return result
+    from dataclasses import replace
+
+    from armgen.boards import load_board
+
+    progress("size", 0, 1, str(result.elf))
+    record = result.project
+    board_ref = record.board
+    if not os.path.isabs(board_ref) and ("/" in board_ref or board_ref.endswith((".yaml", ".yml"))):
+        board_ref = str(record.root / board_ref)
+    board = load_board(board_ref)
+    report = size_mod.size_elf(result.elf, board, result.map if result.map.is_file() else None)
+    violations: tuple[Any, ...] = ()
+    if hasattr(size_mod, "check_budgets") and hasattr(size_mod, "resolve_budgets"):
+        budgets = size_mod.resolve_budgets(board, record.data.get("budgets"), str(record.root / "armgen.toml"))
+        violations = tuple(size_mod.check_budgets(report, budgets))
+    progress("size", 1, 1, "done")
+    return replace(result, size=report, violations=violations)

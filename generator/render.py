@@ -1,0 +1,429 @@
+"""ProjectSpec -> the files of a firmware project, rendered in memory, then written atomically.
+
+Templates live in ``templates/``: ``common/project/`` holds what every flavour shares (the model C
+API, the pools, the example ``main``, the console formatter), ``<flavour>/project/`` the platform
+layer and build files (``baremetal``; ``zephyr`` is added separately), ``common/partials/`` jinja2
+partials either may include. Files ending in ``.j2`` are rendered with the spec's context (the
+suffix is dropped); other files are copied byte for byte. Generation is deterministic: no
+timestamps, sorted iteration, LF line endings.
+
+:func:`render_project` returns ``{relative path: bytes}``; :func:`write_project` puts them on disk:
+into a temporary directory beside the destination, then one rename. An existing destination is
+refused unless ``force``; with ``force`` the old tree is swapped out atomically, its ``build/``
+directory is carried over and unchanged files keep their modification times, so a rebuild after a
+model change recompiles only what depends on the model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from armgen.errors import ProjectError
+from armgen.paths import TEMPLATES_DIR
+from armgen.spec import ProjectSpec, validate_name
+
+#: ExecuTorch's runtime Error enum (runtime/core/error.h) plus armgen's own checks (0x100 up).
+ERROR_CODES: tuple[tuple[int, str], ...] = (
+    (0x00, "Ok"),
+    (0x01, "Internal"),
+    (0x02, "InvalidState"),
+    (0x03, "EndOfMethod"),
+    (0x04, "AlreadyLoaded"),
+    (0x10, "NotSupported"),
+    (0x11, "NotImplemented"),
+    (0x12, "InvalidArgument"),
+    (0x13, "InvalidType"),
+    (0x14, "OperatorMissing"),
+    (0x15, "RegistrationExceedingMaxKernels"),
+    (0x16, "RegistrationAlreadyRegistered"),
+    (0x20, "NotFound"),
+    (0x21, "MemoryAllocationFailed"),
+    (0x22, "AccessFailed"),
+    (0x23, "InvalidProgram"),
+    (0x24, "InvalidExternalData"),
+    (0x25, "OutOfResources"),
+    (0x30, "DelegateInvalidCompatibility"),
+    (0x31, "DelegateMemoryAllocationFailed"),
+    (0x32, "DelegateInvalidHandle"),
+    (0x100, "PlannedPoolMismatch"),
+)
+
+#: Values per line in generated C arrays.
+_PER_LINE = 12
+
+
+@dataclass(frozen=True)
+class RenderedProject:
+    """A project in memory: ``files`` maps POSIX relative paths to bytes (sorted by path)."""
+
+    name: str
+    files: dict[str, bytes]
+
+
+def render_project(spec: ProjectSpec) -> RenderedProject:
+    """Render every file of the project described by ``spec``.
+
+    Returns:
+        RenderedProject: ``{relative path: bytes}``, sorted, deterministic for equal specs.
+
+    Raises:
+        ProjectError: unknown flavour (e.g. Zephyr before its templates exist), unreadable model
+            files, or a template error (named with the template path).
+    """
+    flavour_dir = TEMPLATES_DIR / spec.rtos / "project"
+    if not flavour_dir.is_dir():
+        raise ProjectError(
+            f"{spec.rtos} flavour not implemented yet",
+            hint="use --rtos baremetal" if spec.rtos != "baremetal" else None,
+        )
+    env = _environment()
+    ctx = _context(spec)
+    files: dict[str, bytes] = {}
+    for root in (TEMPLATES_DIR / "common" / "project", flavour_dir):
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            rel = path.relative_to(root).as_posix()
+            if "__pycache__" in rel:
+                continue
+            if rel.endswith(".j2"):
+                rel = rel[: -len(".j2")]
+                tmpl_name = path.relative_to(TEMPLATES_DIR).as_posix()
+                try:
+                    text = env.get_template(tmpl_name).render(ctx)
+                except jinja2.TemplateError as exc:
+                    raise ProjectError(f"template {tmpl_name}: {exc}") from exc
+                data = _normalise(text)
+            else:
+                data = path.read_bytes()
+            files[_rename(rel, spec)] = data
+
+    if _semihosting(spec):
+        # `armgen run`'s input hand-over (templates/common/run, owned by the run stage).
+        for path in sorted((TEMPLATES_DIR / "common" / "run").glob("armgen_input_file.*")):
+            files[f"src/app/{path.name}"] = path.read_bytes()
+
+    # The program itself and what it was made with.
+    try:
+        files[f"model/{spec.pte_path.name}"] = spec.pte_path.read_bytes()
+        if spec.report_path is not None:
+            files[f"model/{spec.report_path.name}"] = spec.report_path.read_bytes()
+            for rel in sorted(spec.report.files.values()):
+                src = spec.report_path.parent / rel
+                if src.is_file():
+                    files[f"model/{Path(rel).name}"] = src.read_bytes()
+    except OSError as exc:
+        raise ProjectError(f"cannot read the compiled program: {exc}") from exc
+    files["model/selected_operators.yaml"] = selected_operators_yaml(spec)
+    files["armgen.toml"] = project_record(spec)
+    return RenderedProject(name=spec.name, files=dict(sorted(files.items())))
+
+
+def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = False) -> Path:
+    """Write a rendered project to ``out_dir/<name>`` atomically.
+
+    Args:
+        rendered: from :func:`render_project`. out_dir: the parent directory (created if needed).
+        force: replace an existing project directory (its ``build/`` is kept, unchanged files keep
+            their modification times).
+
+    Returns:
+        Path: the project directory.
+
+    Raises:
+        ProjectError: the name escapes ``out_dir``; the destination exists without ``force``, or
+            exists and is not a directory; the files cannot be written (nothing is left behind).
+    """
+    validate_name(rendered.name)
+    out_dir = Path(out_dir).expanduser().resolve()
+    dest = out_dir / rendered.name
+    if dest.resolve().parent != out_dir:
+        raise ProjectError(f"project name '{rendered.name}' escapes the output directory {out_dir}")
+    if dest.exists() or dest.is_symlink():
+        if not force:
+            raise ProjectError(
+                f"{dest} already exists",
+                hint="choose another NAME or --out, or pass --force to replace it",
+            )
+        if not dest.is_dir() or dest.is_symlink():
+            raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.armgen-", dir=out_dir))
+    try:
+        for rel, data in rendered.files.items():
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            old = dest / rel
+            if force and old.is_file() and not old.is_symlink():
+                try:
+                    if old.read_bytes() == data:
+                        st = old.stat()
+                        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+                except OSError:
+                    pass
+        if force and dest.is_dir():
+            build = dest / "build"
+            if build.is_dir() and not build.is_symlink():
+                os.rename(build, tmp / "build")
+            trash = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.old-", dir=out_dir))
+            os.rename(dest, trash / rendered.name)
+            try:
+                os.rename(tmp, dest)
+            except OSError:
+                os.rename(trash / rendered.name, dest)  # put the old project back
+                raise
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(tmp, dest)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ProjectError(f"cannot write project {dest}: {exc}") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+# ---- pieces rendered from Python ------------------------------------------------------------------
+def selected_operators_yaml(spec: ProjectSpec) -> bytes:
+    """The program's operators in ExecuTorch's selected-operators YAML format.
+
+    Written by ExecuTorch's own ``codegen.tools.gen_oplist`` (from the installed ``executorch``)
+    with the report's operators as root ops (prim ops included: the prim-ops library reads them
+    too), so the build's codegen consumes exactly what it produces itself.
+
+    Raises:
+        ProjectError: when ExecuTorch's codegen tools are not importable.
+    """
+    try:
+        from executorch.codegen.tools.gen_oplist import gen_oplist
+    except ImportError as exc:  # pragma: no cover - executorch is a dependency
+        raise ProjectError(f"cannot import ExecuTorch's gen_oplist: {exc}") from exc
+    ops = sorted(set(spec.selected_operators) | set(spec.prim_operators))
+    header = (
+        f"# Operators of program '{spec.report.name}' ({spec.report.pte_sha256[:12]}), written by armgen with\n"
+        "# ExecuTorch's codegen.tools.gen_oplist. The build registers exactly these kernels.\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "selected_operators.yaml"
+        with contextlib.redirect_stdout(io.StringIO()):
+            gen_oplist(output_path=str(out), root_ops=",".join(ops) if ops else None)  # type: ignore[arg-type]
+        body = out.read_text()
+    return (header + body).encode()
+
+
+def project_record(spec: ProjectSpec) -> bytes:
+    """``armgen.toml``: the project record later commands (build, size, run) read.
+
+    Keys: name, board, rtos, backend, target, cpu, elf, map, armgen_version, executorch_version,
+    ``[model]`` (source, weights, pte, report, sha256), ``[[pools]]`` (name, bytes, region,
+    section) and ``[budgets]`` (flash, ram in bytes).
+    """
+    model: dict[str, Any] = {"source": spec.model_source}
+    if spec.weights:
+        model["weights"] = spec.weights
+    model["pte"] = f"model/{spec.pte_path.name}"
+    if spec.report_path is not None:
+        model["report"] = f"model/{spec.report_path.name}"
+    model["sha256"] = spec.report.pte_sha256
+    top: dict[str, Any] = {
+        "name": spec.name,
+        "board": spec.board_ref,
+        "rtos": spec.rtos,
+        "backend": spec.backend,
+        "target": spec.target,
+        "cpu": spec.cpu,
+        "elf": f"build/{spec.name}.elf",
+        "map": f"build/{spec.name}.map",
+        "armgen_version": spec.armgen_version,
+        "executorch_version": spec.executorch_version,
+    }
+    lines = [
+        "# armgen project record: what this firmware was generated from and how its memory is planned.",
+        "# Read by `armgen build`, `armgen size` and `armgen run`; regenerate with `armgen new --force`.",
+    ]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
+    lines += ["", "[model]"] + [f"{k} = {_toml_value(v)}" for k, v in model.items()]
+    lines += ["", "# Where the linker puts code, the .pte, .data/.bss and the stack (board region names)."]
+    lines += ["[regions]"] + [
+        f"{k} = {_toml_value(v)}"
+        for k, v in (("code", spec.code_region), ("model", spec.model_region), ("data", spec.data_region),
+                     ("stack", spec.stack_region))
+    ]
+    lines += ["", "# Bytes. method_allocator_bound: see armgen.spec.method_allocator_bound."]
+    lines += ["[memory]", f"stack = {spec.stack_size}", f"heap = {spec.heap_size}",
+              f"method_allocator_bound = {spec.method_allocator_bound}"]
+    for p in spec.pools:
+        lines += ["", "[[pools]]"] + [
+            f"{k} = {_toml_value(v)}" for k, v in (("name", p.name), ("bytes", p.bytes), ("region", p.region),
+                                                   ("section", p.section))
+        ]
+    lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\")."]
+    lines += ["[budgets]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(spec.budgets.items())]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _toml_value(value: Any) -> str:
+    import tomli_w
+
+    return tomli_w.dumps({"v": value}).strip()[len("v = "):]
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(TEMPLATES_DIR), str(TEMPLATES_DIR / "common")]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["c_upper"] = _c_upper
+    env.filters["c_float"] = _c_float
+    return env
+
+
+def _c_upper(name: str) -> str:
+    """``OperatorMissing`` -> ``OPERATOR_MISSING``."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+def _c_float(value: float) -> str:
+    """An exact C float literal (hexadecimal), e.g. ``0x1.0p-7f``."""
+    import numpy as np
+
+    return float(np.float32(value)).hex() + "f"
+
+
+def _normalise(text: str) -> bytes:
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    out = "\n".join(lines).rstrip("\n") + "\n"
+    return out.encode()
+
+
+def _rename(rel: str, spec: ProjectSpec) -> str:
+    if rel == "linker/firmware.ld":
+        return f"linker/{spec.name}.ld"
+    return rel
+
+
+def _cpu_flags(spec: ProjectSpec) -> list[str]:
+    cpu = spec.board.cpu
+    flags = ["-mthumb", f"-mcpu={cpu.gcc_mcpu}"]
+    flags.append(f"-mfpu={cpu.gcc_mfpu}" if cpu.gcc_mfpu else ("-mfpu=auto" if cpu.gcc_float_abi != "soft" else ""))
+    flags.append(f"-mfloat-abi={cpu.gcc_float_abi}")
+    return [f for f in flags if f]
+
+
+def _sample_inputs(spec: ProjectSpec) -> tuple[dict[int, list[str]], str | None]:
+    """C initialiser lines for each input, in the tensor's memory (dim) order."""
+    import numpy as np
+
+    arrays: dict[int, Any] = {}
+    ref_name = None
+    if spec.reference_path is not None:
+        try:
+            with np.load(spec.reference_path) as npz:
+                for io_spec in spec.inputs:
+                    key = f"input_{io_spec.index}"
+                    if key in npz.files:
+                        arrays[io_spec.index] = np.asarray(npz[key])
+            ref_name = spec.reference_path.name
+        except (OSError, ValueError) as exc:
+            raise ProjectError(f"cannot read reference data {spec.reference_path}: {exc}") from exc
+    out: dict[int, list[str]] = {}
+    for io_spec in spec.inputs:
+        np_dtype = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
+                    "float32": np.float32, "bool": np.bool_}[io_spec.dtype]
+        arr = arrays.get(io_spec.index)
+        if arr is None or arr.size != io_spec.numel:
+            # Deterministic pattern when no reference input exists.
+            rng = np.random.default_rng(io_spec.index)
+            if io_spec.dtype == "float32":
+                arr = rng.uniform(-1.0, 1.0, size=io_spec.shape)
+            else:
+                arr = rng.integers(-128 if io_spec.dtype == "int8" else 0, 128, size=io_spec.shape)
+        arr = np.asarray(arr).reshape(io_spec.shape)
+        if len(io_spec.dim_order) == arr.ndim:
+            arr = np.ascontiguousarray(np.transpose(arr, io_spec.dim_order))
+        flat = arr.astype(np_dtype).reshape(-1)
+        if io_spec.dtype == "float32":
+            items = [float(v).hex() + "f" for v in flat.astype(np.float32).tolist()]
+        elif io_spec.dtype == "bool":
+            items = ["true" if v else "false" for v in flat.tolist()]
+        else:
+            items = [str(int(v)) for v in flat.tolist()]
+        out[io_spec.index] = [
+            ", ".join(items[i : i + _PER_LINE]) + "," for i in range(0, len(items), _PER_LINE)
+        ]
+    return out, ref_name
+
+
+def _semihosting(spec: ProjectSpec) -> bool:
+    return spec.rtos == "baremetal" and spec.board.baremetal.console == "semihosting"
+
+
+def _context(spec: ProjectSpec) -> dict[str, Any]:
+    board = spec.board
+    pools = list(spec.pools)
+    sample_inputs, ref_name = _sample_inputs(spec)
+    # Interrupt vector: 16 system exceptions + enough IRQ lines for the NPU (and a sane minimum).
+    n_irq = max(32, (board.npu.irq + 1) if board.npu is not None else 0)
+    irq_vector = []
+    irq_handlers = []
+    for i in range(n_irq):
+        if board.npu is not None and spec.uses_npu and i == board.npu.irq:
+            irq_vector.append("NPU_IRQHandler")
+            irq_handlers.append({"handler": "NPU_IRQHandler"})
+        else:
+            irq_vector.append("armgen_default_handler")
+    num_vectors = 16 + n_irq
+    vector_align = 1 << max(7, (num_vectors * 4 - 1).bit_length())
+    return {
+        "name": spec.name,
+        "armgen_version": spec.armgen_version,
+        "executorch_version": spec.executorch_version,
+        "board": board,
+        "report": spec.report,
+        "rtos": spec.rtos,
+        "backend": spec.backend,
+        "uses_npu": spec.uses_npu,
+        "inputs": spec.inputs,
+        "outputs": spec.outputs,
+        "pools": pools,
+        "planned_pools": [p for p in pools if p.kind == "planned"],
+        "temp_pool": next((p for p in pools if p.kind == "temp"), None),
+        "regions": sorted(board.regions, key=lambda r: r.base),
+        "code_region": spec.code_region,
+        "model_region": spec.model_region,
+        "data_region": spec.data_region,
+        "stack_region": spec.stack_region,
+        "stack_size": spec.stack_size,
+        "heap_size": spec.heap_size,
+        "pte_file": spec.pte_path.name,
+        "kernel_libraries": spec.kernel_libraries,
+        "portable_sources": spec.portable_sources,
+        "selected_operators": spec.selected_operators,
+        "error_codes": ERROR_CODES,
+        "cpu_flags": _cpu_flags(spec),
+        "sample_inputs": sample_inputs,
+        "reference_name": ref_name,
+        "irq_vector": irq_vector,
+        "irq_handlers": irq_handlers,
+        "num_vectors": num_vectors,
+        "vector_align": vector_align,
+        "method_allocator_bound": spec.method_allocator_bound,
+        "semihosting": _semihosting(spec),
+    }

@@ -1,0 +1,544 @@
+"""ProgramReport + Board + options -> :class:`ProjectSpec`: the resolved plan of one firmware project.
+
+The spec stage decides everything the rendered project hard-codes: its name and flavour, where the
+``.pte`` and each memory pool live, how large every pool is, which operators are registered, and the
+budgets the size stage checks. It writes nothing; :mod:`armgen.render` turns a spec into files.
+
+Pools (agreed names, see the brief): one ``planned_<i>`` per planned buffer (memory id i, from 1,
+sized exactly ``report.planned_buffers[i-1]``), ``method`` (the method allocator, sized by
+:func:`method_allocator_bound`) and ``temp`` (the temp allocator, only when the program needs one:
+``report.temp_allocator_size`` bytes, the Vela scratch on the Ethos-U path, 0 on the Cortex-M path
+where the CMSIS-NN scratch buffers are already planned tensors). Each pool is a 16-byte-aligned static
+array in input section ``.armgen_pool.<name>`` placed in the fastest board region (board
+``SPEED_ORDER``) that may hold pools, still has room, and (for pools the NPU touches: planned and
+temp on the Ethos-U path) has an ``npu_address``.
+
+Method-allocator bound
+----------------------
+The method allocator is not described by the ``.pte``: ExecuTorch's ``Method::init``
+(runtime/executor/method.cpp, tensor_parser_portable.cpp) carves these out of it during
+``load_method``, each rounded up to 4 bytes (``MemoryAllocator::kDefaultAlignment`` = alignof(void*)
+on 32-bit Arm):
+
+=====================================  ===========================================================
+what                                   bytes (32-bit Arm, measured sizeof on arm-none-eabi-gcc 12)
+=====================================  ===========================================================
+``EValue values[num_values]``          16 each
+``bool input_set[num_inputs]``         1 each (rounded up to 4 once)
+per tensor value                       TensorImpl 40 + sizes, dim_order and strides: 9 per dim
+                                       (4 + 1 + 4, each list rounded up to 4)
+``Chain chains[num_chains]``           24 each
+per instruction                        ``EValue*`` arg list 4 per argument, plus the kernel
+                                       function pointer and the instruction-args span: 12 each
+per kernel call (operator lookup)      ``TensorMeta`` 12 per argument, dim order 4 per argument
+                                       (temp allocator is empty on the Cortex-M path, so the
+                                       lookup scratch stays in the method allocator)
+delegates                              ``BackendDelegate`` 28 each + the backend's own init state
+                                       (EthosUBackend: handle + its compile-spec list, bounded by
+                                       ``DELEGATE_INIT_BYTES``)
+tensor lists                           ``BoxedEvalueList``: 8 bytes per item + 24 per list
+=====================================  ===========================================================
+
+plus ``METHOD_ALLOCATOR_SLACK`` for allocator alignment rounding. The constants were fitted against
+the firmware-reported use (``ARMGEN pool method reserved=... used=...``) of the four MLPerf Tiny
+samples on QEMU mps3-an547; see the table in :data:`MEASURED_METHOD_ALLOCATOR_USE`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from armgen import __version__ as ARMGEN_VERSION
+from armgen.boards import SPEED_ORDER, Board, MemoryRegion
+from armgen.errors import ProjectError
+from armgen.program_report import ProgramReport, TensorInfo
+
+Rtos = Literal["baremetal", "zephyr"]
+Backend = Literal["cortex-m", "ethos-u"]
+
+#: Every pool and the ``.pte`` are aligned to this many bytes (ExecuTorch's default tensor alignment).
+POOL_ALIGNMENT = 16
+#: Default main stack in bytes (the hand-made DS-CNN build peaked at about 1.9 KB without logging).
+DEFAULT_STACK_SIZE = 8 * 1024
+#: Heap for one-time initialisation allocations (the Ethos-U delegate's execution handle, 40 B).
+#: The firmware refuses any heap use after init. 0 on the Cortex-M path: nothing allocates.
+DEFAULT_HEAP_SIZE = {"cortex-m": 0, "ethos-u": 1024}
+#: Bytes held back in the data region for ``.data``/``.bss`` (runtime statics, kernel table, console).
+DATA_RESERVE = 8 * 1024
+
+# ---- method-allocator bound (see module docstring) -------------------------------------------------
+EVALUE_BYTES = 16
+TENSOR_IMPL_BYTES = 40
+TENSOR_DIM_BYTES = 9
+TENSOR_LIST_BYTES = 24
+TENSOR_LIST_ITEM_BYTES = 8
+CHAIN_BYTES = 24
+INSTRUCTION_BYTES = 12
+KERNEL_ARG_BYTES = 4 + 12 + 4
+DELEGATE_BYTES = 28
+DELEGATE_INIT_BYTES = 512
+METHOD_ALLOCATOR_SLACK = 64
+
+#: Firmware-reported method-allocator use (bytes) of the four samples on mps3-an547, for the record
+#: and for tests of the bound: ``{sample: used}``. Filled from measured runs.
+MEASURED_METHOD_ALLOCATOR_USE: dict[str, int] = {}
+
+_C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto if inline int "
+    "long register restrict return short signed sizeof static struct switch typedef union unsigned void "
+    "volatile while class namespace new delete template this main".split()
+)
+
+_CTYPES = {
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "float32": "float",
+    "bool": "bool",
+}
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """One static memory pool of the firmware.
+
+    Attributes:
+        name: ``planned_<i>``, ``method`` or ``temp``. bytes: size (exact for planned buffers).
+        region: board region name it is placed in. section: input section ``.armgen_pool.<name>``.
+        kind: ``planned`` / ``method`` / ``temp``. memory_id: ExecuTorch memory id for planned pools
+            (1..N; MethodMeta index = memory_id - 1), else None.
+        npu: the NPU reads or writes this pool (it sits in an NPU-reachable region).
+    """
+
+    name: str
+    bytes: int
+    region: str
+    section: str
+    kind: Literal["planned", "method", "temp"]
+    memory_id: int | None = None
+    npu: bool = False
+
+    @property
+    def symbol(self) -> str:
+        """C symbol of the pool array, e.g. ``armgen_pool_planned_1``."""
+        return f"armgen_pool_{self.name}"
+
+
+@dataclass(frozen=True)
+class IoSpec:
+    """One method input or output as the C API sees it.
+
+    Attributes:
+        index, dtype, shape, dim_order, nbytes: from the report. ctype: C element type.
+        numel: element count. scale / zero_point: I/O quantization (None for float I/O).
+    """
+
+    index: int
+    dtype: str
+    ctype: str
+    shape: tuple[int, ...]
+    dim_order: tuple[int, ...]
+    nbytes: int
+    numel: int
+    scale: float | None
+    zero_point: int | None
+
+
+@dataclass(frozen=True)
+class RegionUse:
+    """Bytes the spec places in one board region (model + pools + stack + heap + data reserve)."""
+
+    name: str
+    base: int
+    usable: int
+    placed: int
+
+    @property
+    def free(self) -> int:
+        """Bytes left: ``usable - placed`` (may be negative only in error messages)."""
+        return self.usable - self.placed
+
+
+@dataclass(frozen=True)
+class ProjectSpec:
+    """Everything a generated project hard-codes, resolved and checked.
+
+    Attributes:
+        name: project name (C/CMake identifier). rtos / backend: flavour and delegate choice.
+        board: the Board. board_ref: how the user named it (name, alias or path) for ``armgen.toml``.
+        report: the ProgramReport. pte_path / report_path: source files copied into the project.
+        reference_path: the report's ``.npz`` reference (sample input/output), None when absent.
+        model_source / weights: what the program was compiled from (for the project record).
+        pools: the memory-pool plan (planned pools by memory id, then method, then temp).
+        code_region / model_region / data_region / stack_region: region names.
+        stack_size / heap_size: bytes. method_allocator_bound: bytes (== the method pool size).
+        selected_operators: ``ns::op.overload`` of non-prim ops, sorted (selected-ops YAML roots).
+        prim_operators: prim ops of the program (registered through the selective prim-ops lib).
+        kernel_libraries: sorted subset of ``cortex_m``, ``portable``, ``quantized``.
+        portable_sources: ``kernels/portable/cpu/op_<x>.cpp`` file names the portable ops need.
+        uses_npu: the program has an Ethos-U delegate. inputs / outputs: the C API's I/O.
+        region_use: per-region bytes planned by this spec (sorted by base).
+        budgets: ``{"flash": bytes, "ram": bytes}`` from the board.
+        armgen_version / executorch_version: for the record.
+    """
+
+    name: str
+    rtos: Rtos
+    backend: Backend
+    board: Board
+    board_ref: str
+    report: ProgramReport
+    pte_path: Path
+    report_path: Path | None
+    reference_path: Path | None
+    model_source: str
+    weights: str | None
+    pools: tuple[PoolPlan, ...]
+    code_region: str
+    model_region: str
+    data_region: str
+    stack_region: str
+    stack_size: int
+    heap_size: int
+    method_allocator_bound: int
+    selected_operators: tuple[str, ...]
+    prim_operators: tuple[str, ...]
+    kernel_libraries: tuple[str, ...]
+    portable_sources: tuple[str, ...]
+    uses_npu: bool
+    inputs: tuple[IoSpec, ...]
+    outputs: tuple[IoSpec, ...]
+    region_use: tuple[RegionUse, ...]
+    budgets: dict[str, int] = field(default_factory=dict)
+    armgen_version: str = ARMGEN_VERSION
+    executorch_version: str = ""
+
+    @property
+    def target(self) -> str:
+        """The compile target string of the program (e.g. ``cortex-m55``, ``ethos-u85-256``)."""
+        return self.report.target
+
+    @property
+    def cpu(self) -> str:
+        """The board's CPU core, e.g. ``cortex-m55``."""
+        return self.board.cpu.core
+
+    def pool(self, name: str) -> PoolPlan:
+        """Return the pool called ``name``. Raises KeyError when absent."""
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+def validate_name(name: str) -> str:
+    """Check that ``name`` is a C and CMake identifier usable as a directory name.
+
+    Returns:
+        str: the name unchanged.
+
+    Raises:
+        ProjectError: for an empty name, path separators or ``..`` (escaping ``--out``), characters
+            outside ``[A-Za-z0-9_]``, a leading digit, a C keyword, or more than 64 characters.
+    """
+    if not name:
+        raise ProjectError("project name is empty")
+    if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
+        raise ProjectError(
+            f"project name '{name}' is a path; it must name one directory inside --out",
+            hint="use --out DIR to choose where the project goes and a plain identifier as NAME",
+        )
+    if not _C_IDENT.match(name) or len(name) > 64:
+        raise ProjectError(
+            f"project name '{name}' is not a C/CMake identifier",
+            hint="use letters, digits and '_' only, starting with a letter or '_' (at most 64 characters)",
+        )
+    if name in _C_KEYWORDS:
+        raise ProjectError(f"project name '{name}' is a C/C++ keyword", hint="choose another name")
+    return name
+
+
+def method_allocator_bound(report: ProgramReport) -> int:
+    """Upper bound in bytes of the method allocator's use during ``load_method`` and execution.
+
+    Computed from the program's execution-plan counts (``report.stats``) and its delegates with the
+    per-item sizes documented in this module's docstring, rounded up to 16 bytes.
+
+    Args:
+        report: the compiled program's report.
+
+    Returns:
+        int: bytes, a multiple of :data:`POOL_ALIGNMENT`.
+    """
+    s = report.stats
+    total = (
+        EVALUE_BYTES * s.num_values
+        + _round4(s.num_inputs)
+        + TENSOR_IMPL_BYTES * s.num_tensors
+        + TENSOR_DIM_BYTES * s.num_tensor_dims
+        + TENSOR_LIST_BYTES * s.num_tensor_lists
+        + TENSOR_LIST_ITEM_BYTES * s.num_tensor_list_items
+        + CHAIN_BYTES * s.num_chains
+        + INSTRUCTION_BYTES * s.num_instructions
+        + KERNEL_ARG_BYTES * s.num_kernel_call_args
+        + 4 * s.num_delegate_call_args
+        + (DELEGATE_BYTES + DELEGATE_INIT_BYTES) * s.num_delegate_calls
+        + METHOD_ALLOCATOR_SLACK
+    )
+    return _round_up(total, POOL_ALIGNMENT)
+
+
+def portable_source_for(op: str) -> str:
+    """File name of the portable kernel source that implements ``ns::name.overload``.
+
+    ExecuTorch names each portable kernel source after the operator's base name
+    (``aten::add.out`` -> ``op_add.cpp``, ``dim_order_ops::_clone_dim_order.out`` ->
+    ``op__clone_dim_order.cpp``); the generated CMake checks the file exists in the workspace and
+    falls back to the whole ``portable_kernels`` library otherwise.
+    """
+    base = op.split("::", 1)[-1].split(".", 1)[0]
+    return f"op_{base}.cpp"
+
+
+def default_rtos(board: Board) -> Rtos:
+    """Zephyr for boards Zephyr supports that are not QEMU machines; bare metal otherwise."""
+    is_qemu = board.emulator is not None and board.emulator.board == board.name
+    if board.zephyr is not None and not is_qemu:
+        return "zephyr"
+    return "baremetal"
+
+
+def default_backend(board: Board) -> Backend:
+    """Ethos-U when the board has an NPU, Cortex-M (CMSIS-NN) otherwise."""
+    return "ethos-u" if board.npu is not None else "cortex-m"
+
+
+def make_spec(
+    report: ProgramReport,
+    board: Board,
+    *,
+    name: str,
+    pte_path: Path,
+    report_path: Path | None = None,
+    board_ref: str | None = None,
+    rtos: Rtos | None = None,
+    backend: Backend | None = None,
+    model_source: str | None = None,
+    weights: str | None = None,
+    stack_size: int = DEFAULT_STACK_SIZE,
+    executorch_version: str | None = None,
+) -> ProjectSpec:
+    """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
+
+    Args:
+        report: the compiled program's report; pte_path: its ``.pte``.
+        board: the target board. name: project name (validated, see :func:`validate_name`).
+        rtos / backend: None picks :func:`default_rtos` / :func:`default_backend`.
+        stack_size: main stack in bytes.
+
+    Returns:
+        ProjectSpec: frozen.
+
+    Raises:
+        ProjectError: bad name; Ethos-U asked for a board without NPU; the report's backend differs
+            from the one asked for; the model or a pool fits no region (message names the region
+            and the shortfall in bytes).
+    """
+    validate_name(name)
+    backend = backend or default_backend(board)
+    rtos = rtos or default_rtos(board)
+    if backend == "ethos-u" and board.npu is None:
+        raise ProjectError(
+            f"board '{board.name}' has no Ethos-U NPU, so backend 'ethos-u' cannot be used",
+            hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
+        )
+    if report.backend != backend:
+        raise ProjectError(
+            f"program '{report.name}' was compiled for backend '{report.backend}', not '{backend}'",
+            hint=f"compile the model again with --backend {backend}",
+        )
+    uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
+
+    regions = {r.name: r for r in board.regions}
+    placed: dict[str, int] = {r.name: 0 for r in board.regions}
+
+    code_region = _code_region(board)
+    # The .pte: a non-volatile region first (read in place), then the fastest that fits; the NPU
+    # reads weights and command stream from it in place, so it must be NPU-reachable when delegated.
+    model_region = _place(
+        "the model (.pte)",
+        _round_up(report.pte_size, POOL_ALIGNMENT),
+        [r for r in board.regions if "model" in r.uses and (not uses_npu or r.npu_address is not None)],
+        placed,
+        prefer_non_volatile=True,
+    )
+    data_region = _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
+    placed[data_region.name] += DATA_RESERVE
+    stack_region = _fastest([r for r in board.regions if "stack" in r.uses and r.volatile], "stack")
+    heap_size = DEFAULT_HEAP_SIZE[backend]
+    placed[stack_region.name] += stack_size + heap_size
+    for reg in (data_region, stack_region):
+        if placed[reg.name] > reg.usable:
+            raise ProjectError(
+                f"region {reg.name} is short by {placed[reg.name] - reg.usable} bytes for stack, heap and data",
+                hint="choose a smaller stack or a board with more RAM",
+            )
+
+    wanted: list[tuple[str, int, str, int | None, bool]] = []
+    for i, size in enumerate(report.planned_buffers, start=1):
+        wanted.append((f"planned_{i}", int(size), "planned", i, uses_npu))
+    method_bound = method_allocator_bound(report)
+    wanted.append(("method", method_bound, "method", None, False))
+    if report.temp_allocator_size > 0:
+        wanted.append(("temp", _round_up(report.temp_allocator_size, POOL_ALIGNMENT), "temp", None, uses_npu))
+
+    pools: dict[str, PoolPlan] = {}
+    # Largest first so the big buffers get first pick of the fast regions they can fit.
+    for pname, size, kind, mem_id, npu in sorted(wanted, key=lambda w: (-w[1], w[0])):
+        candidates = [
+            r for r in board.regions if "pools" in r.uses and r.volatile and (not npu or r.npu_address is not None)
+        ]
+        if not candidates:
+            raise ProjectError(
+                f"board '{board.name}' has no region for pool {pname}"
+                + (" that the NPU can reach" if npu else ""),
+                hint="add a region with `uses: [pools]` (and npu_address) to the board file",
+            )
+        region = _place(f"pool {pname}", _round_up(size, POOL_ALIGNMENT), candidates, placed)
+        pools[pname] = PoolPlan(
+            name=pname,
+            bytes=size,
+            region=region.name,
+            section=f".armgen_pool.{pname}",
+            kind=kind,  # type: ignore[arg-type]
+            memory_id=mem_id,
+            npu=npu,
+        )
+    order = [f"planned_{i}" for i in range(1, len(report.planned_buffers) + 1)] + ["method", "temp"]
+    pool_plan = tuple(pools[n] for n in order if n in pools)
+
+    selected = tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library != "prim"))
+    prim = tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library == "prim"))
+    libs = tuple(sorted({o.library for o in report.operators if o.library in ("cortex_m", "portable", "quantized")}))
+    portable_sources = tuple(
+        sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators if o.library == "portable"})
+    )
+
+    report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
+    ref = report.files.get("reference")
+    reference_path = (report_dir / ref) if ref and (report_dir / ref).is_file() else None
+
+    region_use = tuple(
+        RegionUse(name=r.name, base=r.base, usable=r.usable, placed=placed[r.name])
+        for r in sorted(board.regions, key=lambda r: r.base)
+        if placed[r.name]
+    )
+    return ProjectSpec(
+        name=name,
+        rtos=rtos,
+        backend=backend,
+        board=board,
+        board_ref=board_ref or board.name,
+        report=report,
+        pte_path=Path(pte_path),
+        report_path=Path(report_path) if report_path else None,
+        reference_path=reference_path,
+        model_source=model_source or f"sample:{report.name}",
+        weights=weights,
+        pools=pool_plan,
+        code_region=code_region.name,
+        model_region=model_region.name,
+        data_region=data_region.name,
+        stack_region=stack_region.name,
+        stack_size=stack_size,
+        heap_size=heap_size,
+        method_allocator_bound=method_bound,
+        selected_operators=selected,
+        prim_operators=prim,
+        kernel_libraries=libs,
+        portable_sources=portable_sources,
+        uses_npu=uses_npu,
+        inputs=tuple(_io(t) for t in report.inputs),
+        outputs=tuple(_io(t) for t in report.outputs),
+        region_use=region_use,
+        budgets={"flash": board.budgets.flash, "ram": board.budgets.ram},
+        executorch_version=executorch_version or report.executorch_version,
+    )
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+def _round_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _round4(n: int) -> int:
+    return _round_up(n, 4)
+
+
+def _speed(r: MemoryRegion) -> tuple[int, int]:
+    return (SPEED_ORDER.index(r.kind) if r.kind in SPEED_ORDER else len(SPEED_ORDER), r.base)
+
+
+def _fastest(candidates: list[MemoryRegion], use: str) -> MemoryRegion:
+    if not candidates:
+        raise ProjectError(f"the board has no RAM region that may hold {use}")
+    return sorted(candidates, key=_speed)[0]
+
+
+def _code_region(board: Board) -> MemoryRegion:
+    vt = board.baremetal.vector_table
+    for r in board.regions:
+        if "code" in r.uses and r.base <= vt < r.base + r.size:
+            return r
+    raise ProjectError(f"board '{board.name}': no code region holds the vector table at {vt:#x}")
+
+
+def _place(
+    what: str,
+    size: int,
+    candidates: list[MemoryRegion],
+    placed: dict[str, int],
+    *,
+    prefer_non_volatile: bool = False,
+) -> MemoryRegion:
+    """Put ``size`` bytes into the first candidate (by speed) with room; raise naming the shortfall."""
+    if not candidates:
+        raise ProjectError(f"the board has no region that may hold {what}")
+    key = (lambda r: (0 if not r.volatile else 1, *_speed(r))) if prefer_non_volatile else _speed
+    ordered = sorted(candidates, key=key)
+    for r in ordered:
+        if r.usable - placed[r.name] >= size:
+            placed[r.name] += size
+            return r
+    best = max(ordered, key=lambda r: (r.usable - placed[r.name], -r.base))
+    free = best.usable - placed[best.name]
+    raise ProjectError(
+        f"{what} needs {size} bytes but fits no region: {best.name} (the largest, {free} bytes free of "
+        f"{best.usable}) is short by {size - free} bytes",
+        hint="pick a board with more memory, or a smaller model",
+    )
+
+
+def _io(t: TensorInfo) -> IoSpec:
+    numel = 1
+    for d in t.shape:
+        numel *= int(d)
+    ctype = _CTYPES.get(t.dtype)
+    if ctype is None:
+        raise ProjectError(f"program I/O tensor {t.index} has dtype {t.dtype}, which armgen's C API does not handle")
+    return IoSpec(
+        index=t.index,
+        dtype=t.dtype,
+        ctype=ctype,
+        shape=tuple(int(d) for d in t.shape),
+        dim_order=tuple(int(d) for d in t.dim_order),
+        nbytes=t.nbytes,
+        numel=numel,
+        scale=t.scale,
+        zero_point=t.zero_point,
+    )

@@ -1,0 +1,42 @@
+/*
+ * The thin platform layer the example main and the model code use: console, timer, stack
+ * statistics, heap lock and exit. Each flavour (bare metal, Zephyr) implements it in
+ * src/platform/.
+ */
+#ifndef ARMGEN_PLATFORM_H
+#define ARMGEN_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bring up the board (clocks, console, timer). Calls board_init() on real boards. */
+void armgen_platform_init(void);
+
+/* Write a NUL-terminated string to the console without allocating. */
+void armgen_console_write(const char* s);
+
+/* Free-running timer ticks and their rate (ticks per second). */
+uint64_t armgen_ticks(void);
+uint32_t armgen_ticks_hz(void);
+
+/* Bytes reserved for the main stack and the most ever used (painted at reset). */
+void armgen_stack_usage(size_t* reserved, size_t* used);
+
+/* After this, any heap allocation stops the firmware with `ARMGEN error HeapUseAfterInit`. */
+void armgen_platform_lock_heap(void);
+
+/* Stop with a status (0 = success). Semihosting: the emulator exits with it. */
+void armgen_exit(int status) __attribute__((noreturn));
+
+/* Board hook for real boards: clocks, pins, console UART. Weak default does nothing. */
+void board_init(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARMGEN_PLATFORM_H */
