@@ -446,7 +446,11 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
         )
     stderr = run.stderr.strip()
     if run.returncode and run.returncode > 0 and not run.stdout and stderr.startswith(QEMU):
-        raise RunError(f"QEMU could not start{tag}: {stderr.splitlines()[0]}", hint=logref[2:] or None)
+        raise RunError(
+            f"QEMU could not start{tag}: {stderr.splitlines()[0]}",
+            hint=f"command: {' '.join(run.command)}; `{QEMU} -machine help` and `-cpu help` list "
+            "what this QEMU knows" + logref,
+        )
     if lock := _LOCKUP_RE.search(run.stderr):
         pc = _PC_RE.search(run.stderr)
         at = f" at pc=0x{pc.group(1).lower()}" if pc else ""

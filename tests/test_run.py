@@ -461,3 +461,12 @@ def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
     assert out.shape == (1, 5) and np.allclose(out, want.detach().numpy())
     with pytest.raises(RunError, match="not found"):
         reference_outputs(ProgramReport(**{**rep.__dict__, "files": {"quantized_program": "nope.pt2"}}), tmp_path, [q])
+
+
+def test_qemu_that_cannot_start_is_one_line(probe):
+    bogus = Emulator(board="x", qemu_machine="no-such-machine", qemu_cpu="cortex-m55")
+    run = run_qemu(probe("mps3-an547", "ok"), bogus, timeout=30)
+    with pytest.raises(RunError, match="QEMU could not start: qemu-system-arm: unsupported machine type"):
+        check_run(run, parse_firmware_output(run.console))
+    with pytest.raises(RunError, match="firmware ELF not found"):
+        run_qemu(Path("/nonexistent/fw.elf"), bogus)
