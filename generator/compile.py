@@ -40,7 +40,7 @@ import shutil
 import tempfile
 import warnings
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -425,7 +425,7 @@ def compile_model(
         files=files, warnings=tuple(warns),
     )
     report = report_from_pte_bytes(pte_bytes, f"{name}.pte", extras, source=f"the {target} program of {name}")
-    _check_io_quant(report, in_q, out_q)
+    _check_io_quant(report)
 
     arrays: dict[str, np.ndarray] = {}
     for i, (t, info) in enumerate(zip(ref_inputs, report.inputs)):
@@ -490,7 +490,7 @@ def _clean_vela_text(text: str) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
-def _check_io_quant(report: ProgramReport, in_q: list, out_q: list) -> None:
+def _check_io_quant(report: ProgramReport) -> None:
     for info in report.inputs + report.outputs:
         if info.dtype == "int8" and info.scale is None:
             raise ProgramError(f"program I/O {info.index} is int8 but its quantization was not found")
@@ -543,5 +543,4 @@ __all__ = [
     "compile_model",
     "parse_target",
     "parse_vela_summary",
-    "replace",
 ]

@@ -221,8 +221,8 @@ def load_program(data: bytes, source: str = "<bytes>") -> Any:
         program = deserialize_pte_binary(data).program
     except Exception as exc:  # noqa: BLE001 - flatc/segment errors come in many types
         raise ProgramError(
-            f"{source} cannot be read as an ExecuTorch program ({type(exc).__name__}); "
-            "the file is truncated or corrupt"
+            f"{source} cannot be read as an ExecuTorch program: the file is truncated or corrupt "
+            f"(flatbuffer {type(exc).__name__})"
         ) from exc
     if not program.execution_plan:
         raise ProgramError(f"{source} holds no method (empty execution plan)")

@@ -26,7 +26,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -301,10 +301,8 @@ def load_calibration(path: Path | str, example_inputs: tuple[torch.Tensor, ...])
         t = t.to(example_inputs[k].dtype)
         if tuple(t.shape) == shapes[k]:
             return [t]
-        if tuple(t.shape[1:]) == shapes[k]:
-            return [x.unsqueeze(0) if False else x.reshape(shapes[k]) for x in t]
-        if tuple(t.shape[1:]) == shapes[k][1:] and shapes[k][0] == 1:
-            return [x.reshape(shapes[k]) for x in t]
+        if tuple(t.shape[1:]) == shapes[k] or (tuple(t.shape[1:]) == shapes[k][1:] and shapes[k][0] == 1):
+            return [x.reshape(shapes[k]) for x in t]  # leading axis of samples
         raise ModelError(f"{path}: calibration tensor of shape {tuple(t.shape)} does not fit input {k} {shapes[k]}")
 
     def from_obj(obj: Any) -> list[tuple[torch.Tensor, ...]]:
@@ -371,5 +369,3 @@ def run_forward(model: nn.Module, inputs: tuple[torch.Tensor, ...], where: str) 
             f"{[tuple(t.shape) for t in inputs]}: {type(exc).__name__}: {msg}"
         ) from exc
 
-
-Factory = Callable[[], tuple[nn.Module, tuple[torch.Tensor, ...]]]

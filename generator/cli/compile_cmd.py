@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+from rich.console import Console
 from rich.table import Table
 
 from armgen.cli import main
@@ -13,8 +13,30 @@ from armgen.cli._console import err_console, out_console
 from armgen.program_report import ProgramReport
 
 
+def _quiet_upstream_logs() -> None:
+    """Keep torch/torchao/ExecuTorch import chatter off stderr unless ``armgen -v`` is given."""
+    import logging
+
+    ctx = click.get_current_context(silent=True)
+    verbose = bool(ctx and ctx.find_root().params.get("verbose"))
+    if verbose:
+        return
+    for name in ("torchao", "torch.utils._pytree", "torch._export", "torch.export", "executorch",
+                 "ethosu", "root"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def _print_report(report: ProgramReport) -> None:
-    """Print a report as rich tables on stdout (same content as the JSON)."""
+    """Print a report as rich tables on stdout (same content as the JSON).
+
+    When stdout is not a terminal the tables are laid out 200 columns wide, so that piped
+    output keeps every value on one line.
+    """
+    console = out_console if out_console.is_terminal else Console(width=200, highlight=False)
+
+    def show(table: Table) -> None:
+        console.print(table)
+
     summary = Table(title=f"program {report.name}", show_header=False, title_justify="left")
     summary.add_column("field")
     summary.add_column("value", overflow="fold")
@@ -34,33 +56,46 @@ def _print_report(report: ProgramReport) -> None:
         ("schema_version", str(report.schema_version)),
     ):
         summary.add_row(key, val)
-    out_console.print(summary)
+    show(summary)
 
     ops = Table(title="operators", title_justify="left")
     for col in ("name", "overload", "library", "calls"):
         ops.add_column(col, justify="right" if col == "calls" else "left")
     for o in report.operators:
         ops.add_row(o.name, o.overload, o.library, str(o.calls))
-    out_console.print(ops)
+    show(ops)
 
     if report.delegates:
         dels = Table(title="delegates", title_justify="left")
-        for col in ("backend_id", "blob_size", "accelerator", "system_config", "memory_mode", "scratch_size",
-                    "fast_scratch", "cmd_stream", "weights", "cycles", "sram", "flash"):
-            dels.add_column(col)
-        for d in report.delegates:
-            v = d.vela
-            row = [d.backend_id, f"{d.blob_size} B"]
-            if v is None:
-                row += [""] * 10
-            else:
-                row += [v.accelerator_config, v.system_config, v.memory_mode, f"{v.scratch_size} B",
-                        f"{v.fast_scratch_size} B", f"{v.command_stream_size} B", f"{v.weights_size} B",
-                        "" if v.cycles is None else str(v.cycles),
-                        "" if v.sram_bytes is None else f"{v.sram_bytes} B",
-                        "" if v.flash_bytes is None else f"{v.flash_bytes} B"]
-            dels.add_row(*row)
-        out_console.print(dels)
+        dels.add_column("field")
+        for i, _ in enumerate(report.delegates):
+            dels.add_column(f"delegate {i}", justify="right")
+        rows: list[tuple[str, list[str]]] = [
+            ("backend_id", [d.backend_id for d in report.delegates]),
+            ("blob_size", [f"{d.blob_size} B" for d in report.delegates]),
+        ]
+        if any(d.vela for d in report.delegates):
+            def vela_row(label: str, fmt) -> tuple[str, list[str]]:
+                return label, ["" if d.vela is None else fmt(d.vela) for d in report.delegates]
+
+            def opt(v, unit: str = "") -> str:
+                return "" if v is None else f"{v}{unit}"
+
+            rows += [
+                vela_row("accelerator_config", lambda v: v.accelerator_config),
+                vela_row("system_config", lambda v: v.system_config),
+                vela_row("memory_mode", lambda v: v.memory_mode),
+                vela_row("scratch_size", lambda v: f"{v.scratch_size} B"),
+                vela_row("fast_scratch_size", lambda v: f"{v.fast_scratch_size} B"),
+                vela_row("command_stream_size", lambda v: f"{v.command_stream_size} B"),
+                vela_row("weights_size", lambda v: f"{v.weights_size} B"),
+                vela_row("cycles (Vela estimate)", lambda v: opt(v.cycles)),
+                vela_row("sram_bytes (Vela estimate)", lambda v: opt(v.sram_bytes, " B")),
+                vela_row("flash_bytes (Vela estimate)", lambda v: opt(v.flash_bytes, " B")),
+            ]
+        for label, vals in rows:
+            dels.add_row(label, *vals)
+        show(dels)
 
     io_tab = Table(title="inputs / outputs", title_justify="left")
     for col in ("io", "index", "shape", "dtype", "dim_order", "nbytes", "scale", "zero_point"):
@@ -70,14 +105,14 @@ def _print_report(report: ProgramReport) -> None:
             io_tab.add_row(kind, str(t.index), "x".join(map(str, t.shape)), t.dtype, str(list(t.dim_order)),
                            str(t.nbytes), "" if t.scale is None else repr(t.scale),
                            "" if t.zero_point is None else str(t.zero_point))
-    out_console.print(io_tab)
+    show(io_tab)
 
     stats = Table(title="stats", title_justify="left", show_header=False)
     stats.add_column("count")
     stats.add_column("value", justify="right")
     for key, val in report.stats.__dict__.items():
         stats.add_row(key, str(val))
-    out_console.print(stats)
+    show(stats)
 
     if report.files:
         files = Table(title="files", title_justify="left", show_header=False)
@@ -85,7 +120,7 @@ def _print_report(report: ProgramReport) -> None:
         files.add_column("file")
         for key, val in sorted(report.files.items()):
             files.add_row(key, val)
-        out_console.print(files)
+        show(files)
     for w in report.warnings:
         out_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
 
@@ -106,7 +141,12 @@ def _print_report(report: ProgramReport) -> None:
               help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
 def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json):
-    """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program."""
+    """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
+
+    Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
+    (default /work/shared/models/mlperf_tiny) when the reference .tflite is there.
+    """
+    _quiet_upstream_logs()
     from armgen.compile import compile_model
 
     with err_console.status(f"compiling {model} for {target} ..."):
@@ -132,6 +172,7 @@ def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def inspect_cmd(pte, as_json):
     """Read an ExecuTorch program (.pte) and print its program report."""
+    _quiet_upstream_logs()
     from armgen.inspect_program import inspect_pte
 
     report = inspect_pte(Path(pte))
@@ -141,4 +182,4 @@ def inspect_cmd(pte, as_json):
         _print_report(report)
 
 
-__all__ = ["compile_cmd", "inspect_cmd", "json"]
+__all__ = ["compile_cmd", "inspect_cmd"]

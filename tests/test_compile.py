@@ -1,0 +1,240 @@
+"""The compile stage end to end: real torch.export, real ExecuTorch lowering, real Vela.
+
+Every (sample, target) is compiled once per test session (the ``compiled`` fixture); each test
+then reads the written ``.pte`` back with ExecuTorch's own deserializer and checks the report
+against it, so the numbers the firmware pools are sized from are exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from armgen.cli import main
+from armgen.compile import compile_model
+from armgen.program_report import ProgramReport
+
+pytestmark = pytest.mark.slow
+
+CASES = [
+    ("kws", "cortex-m55"),
+    ("vww", "cortex-m55"),
+    ("ic", "cortex-m55"),
+    ("ad", "cortex-m55"),
+    ("kws", "ethos-u55-128"),
+    ("kws", "ethos-u85-256"),
+]
+
+_PRIM = ("executorch_prim::", "aten::sym_size", "aten::sym_numel", "aten::_local_scalar_dense")
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory):
+    """Return a function (sample, target) -> CompileResult that compiles each pair once."""
+    cache = {}
+
+    def get(sample: str, target: str):
+        key = (sample, target)
+        if key not in cache:
+            out = tmp_path_factory.mktemp(f"{sample}-{target}")
+            cache[key] = compile_model(sample, target, out_dir=out)
+        return cache[key]
+
+    return get
+
+
+def _program(path):
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    return deserialize_pte_binary(path.read_bytes()).program
+
+
+@pytest.mark.parametrize(("sample", "target"), CASES)
+def test_report_equals_program(compiled, sample, target):
+    result = compiled(sample, target)
+    data = result.pte_path.read_bytes()
+    program = _program(result.pte_path)
+    plan = program.execution_plan[0]
+    report = ProgramReport.load(result.report_path)
+    assert report == result.report
+
+    # memory plan, sizes, identity
+    assert report.planned_buffers == tuple(plan.non_const_buffer_sizes[1:])
+    assert report.pte_size == len(data)
+    assert report.pte_sha256 == hashlib.sha256(data).hexdigest()
+    assert report.file_identifier == data[4:8].decode() == "ET12"
+    assert report.constant_data_size == sum(len(b.storage) for b in program.constant_buffer)
+    assert report.method == plan.name == "forward"
+
+    # operator table, in order, with call counts counted here
+    assert [(o.name, o.overload) for o in report.operators] == [(op.name, op.overload) for op in plan.operators]
+    calls = [0] * len(plan.operators)
+    n_kernel_calls = n_delegate_calls = 0
+    for chain in plan.chains:
+        for instr in chain.instructions:
+            kind = type(instr.instr_args).__name__
+            if kind == "KernelCall":
+                calls[instr.instr_args.op_index] += 1
+                n_kernel_calls += 1
+            elif kind == "DelegateCall":
+                n_delegate_calls += 1
+    assert [o.calls for o in report.operators] == calls
+    for o in report.operators:
+        expected = "prim" if o.name.startswith(_PRIM) else o.name.split("::")[0]
+        expected = {"aten": "portable", "dim_order_ops": "portable", "quantized_decomposed": "quantized"}.get(
+            expected, expected
+        )
+        assert o.library == expected, o
+
+    # stats
+    s = report.stats
+    assert s.num_values == len(plan.values)
+    assert s.num_operators == len(plan.operators)
+    assert s.num_kernel_calls == n_kernel_calls
+    assert s.num_delegate_calls == n_delegate_calls == len(report.delegates)
+    assert s.num_instructions == sum(len(c.instructions) for c in plan.chains)
+    assert s.num_tensors == sum(type(v.val).__name__ == "Tensor" for v in plan.values)
+    assert (s.num_inputs, s.num_outputs) == (len(plan.inputs), len(plan.outputs)) == (1, 1)
+
+    # I/O: int8 at the boundary, with the quantization the firmware needs
+    for info, vidx in ((report.inputs[0], plan.inputs[0]), (report.outputs[0], plan.outputs[0])):
+        t = plan.values[vidx].val
+        assert info.shape == tuple(t.sizes)
+        assert info.dim_order == tuple(t.dim_order)
+        assert info.dtype == "int8" and t.scalar_type.name == "CHAR"
+        assert info.nbytes == int(np.prod(t.sizes))
+        assert info.scale is not None and info.scale > 0 and -128 <= info.zero_point <= 127
+
+    assert report.target == target
+    assert report.executorch_version == "1.5.1"
+    assert set(report.files) == {"quantized_program", "reference"} | (
+        {"vela_summary"} if target.startswith("ethos") else set()
+    )
+
+
+@pytest.mark.parametrize("sample", ["kws", "vww", "ic", "ad"])
+def test_cortex_m55_lowers_everything_to_cmsis_nn(compiled, sample):
+    report = compiled(sample, "cortex-m55").report
+    names = [o.name for o in report.operators]
+    assert "dim_order_ops::_clone_dim_order" not in names  # channels_last input: no stray clone
+    assert all(o.library in ("cortex_m", "prim") for o in report.operators), names
+    assert report.delegates == ()
+    assert report.temp_allocator_size == 0
+    assert report.cpu == "cortex-m55" and report.backend == "cortex-m"
+
+
+def test_kws_cortex_m55_memory_plan_matches_the_hand_made_build(compiled):
+    # firmware-build-notes.md: DS-CNN on M55 planned 20,464 B and ran bit-identical on QEMU.
+    assert compiled("kws", "cortex-m55").report.planned_buffers == (20464,)
+
+
+@pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u85-256"])
+def test_ethos_u_delegate_facts_come_from_the_blob(compiled, target):
+    from executorch.backends.arm.scripts.get_ethosu_scratch_from_pte import get_scratch_size_from_delegate
+
+    result = compiled("kws", target)
+    program = _program(result.pte_path)
+    plan = program.execution_plan[0]
+    report = result.report
+    assert report.backend == "ethos-u" and report.cpu == "cortex-m55"
+    assert len(report.delegates) == len(plan.delegates) >= 1
+    for d, pd in zip(report.delegates, plan.delegates):
+        blob = program.backend_delegate_data[pd.processed.index].data
+        assert d.backend_id == pd.id == "EthosUBackend"
+        assert d.blob_size == len(blob)
+        assert d.vela is not None
+        assert d.vela.scratch_size == get_scratch_size_from_delegate(blob)  # upstream's own reader
+        assert d.vela.accelerator_config == target
+        assert d.vela.command_stream_size > 0 and d.vela.weights_size >= 0
+        assert d.vela.cycles is not None and d.vela.cycles > 0
+        # Vela prints SRAM use in KiB with two decimals; the scratch area is what it counts.
+        assert d.vela.sram_bytes is not None and abs(d.vela.sram_bytes - d.vela.scratch_size) <= 10
+    expected_defaults = {
+        "ethos-u55-128": ("Ethos_U55_High_End_Embedded", "Shared_Sram"),
+        "ethos-u85-256": ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only"),
+    }[target]
+    assert {(d.vela.system_config, d.vela.memory_mode) for d in report.delegates} == {expected_defaults}
+    assert report.temp_allocator_size == sum(d.vela.scratch_size for d in report.delegates)
+    # non-delegated quantize/dequantize are the cortex_m ones, never quantized_decomposed
+    assert not any(o.name.startswith("quantized_decomposed::") for o in report.operators)
+
+
+def test_ethos_u85_256_runs_kws_entirely_on_the_npu(compiled):
+    report = compiled("kws", "ethos-u85-256").report
+    assert report.operators == ()
+    assert len(report.delegates) == 1
+
+
+@pytest.mark.parametrize(("sample", "target"), [("kws", "cortex-m55"), ("ad", "cortex-m55"), ("kws", "ethos-u85-256")])
+def test_reference_outputs_come_from_the_saved_quantized_program(compiled, sample, target):
+    import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers quantized_decomposed ops
+
+    result = compiled(sample, target)
+    report = result.report
+    ref = np.load(result.pte_path.parent / report.files["reference"])
+    inp, out = report.inputs[0], report.outputs[0]
+    x_q = ref["input_0"]
+    assert x_q.dtype == np.int8
+    assert x_q.shape == tuple(inp.shape[d] for d in inp.dim_order)
+    assert ref["output_0"].dtype == np.int8 and ref["output_0"].shape == out.shape
+
+    # the firmware's input bytes are the float input quantized with the report's parameters
+    x = torch.from_numpy(ref["float_input_0"])
+    q = torch.clamp(torch.round(x / inp.scale) + inp.zero_point, -128, 127).to(torch.int8).numpy()
+    assert np.array_equal(q.transpose(inp.dim_order), x_q)
+
+    ep = torch.export.load(str(result.pte_path.parent / report.files["quantized_program"]))
+    if x.dim() == 4 and target.startswith("cortex-m"):
+        x = x.to(memory_format=torch.channels_last)
+    y = ep.module()(x).detach().numpy()
+    y_q = torch.clamp(torch.round(torch.from_numpy(y) / out.scale) + out.zero_point, -128, 127).to(torch.int8)
+    assert np.array_equal(y_q.numpy(), ref["output_0"])
+    # trained weights: a real, non-saturated answer (not all one value)
+    assert len(np.unique(ref["output_0"])) > 2
+
+
+def test_compiling_twice_is_byte_identical(compiled, tmp_path):
+    first = compiled("kws", "cortex-m55")
+    again = compile_model("kws", "cortex-m55", out_dir=tmp_path)
+    assert again.pte_path.read_bytes() == first.pte_path.read_bytes()
+    assert again.report_path.read_text() == first.report_path.read_text()
+    for role in ("reference", "quantized_program"):
+        assert again.files[role].read_bytes() == first.files[role].read_bytes(), role
+
+
+def test_inspect_prints_the_same_report_as_table_and_json(compiled):
+    result = compiled("kws", "ethos-u55-128")
+    runner = CliRunner()
+    as_json = runner.invoke(main, ["inspect", str(result.pte_path), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout) == json.loads(result.report_path.read_text())
+    table = runner.invoke(main, ["inspect", str(result.pte_path)], terminal_width=250)
+    assert table.exit_code == 0, table.output
+    report = result.report
+    for o in report.operators:
+        assert o.name in table.stdout
+    for b in report.planned_buffers:
+        assert f"{b} B" in table.stdout
+    for d in report.delegates:
+        assert f"{d.vela.scratch_size} B" in table.stdout and f"{d.blob_size} B" in table.stdout
+    assert report.pte_sha256 in table.stdout
+
+
+def test_inspect_without_sidecar_reads_the_program_alone(compiled, tmp_path):
+    result = compiled("ad", "cortex-m55")
+    lone = tmp_path / "lone.pte"
+    lone.write_bytes(result.pte_path.read_bytes())
+    runner = CliRunner()
+    out = runner.invoke(main, ["inspect", str(lone), "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert data["planned_buffers"] == list(result.report.planned_buffers)
+    assert data["operators"] == [o.__dict__ for o in result.report.operators]
+    assert data["inputs"][0]["scale"] is None  # quantization is not stored in the .pte itself
+    assert struct.unpack("<I", lone.read_bytes()[:4])[0] > 0

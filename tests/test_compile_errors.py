@@ -1,0 +1,121 @@
+"""Bad input to `armgen compile` / `armgen inspect`: one line, exit code 2, nothing half-written."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from click.testing import CliRunner
+
+from armgen.cli import main
+
+
+def _run(args):
+    result = CliRunner().invoke(main, args)
+    return result.exit_code, result.stderr, result.stdout
+
+
+def _assert_one_line_error(code, err, *needles):
+    assert code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("armgen: error:")]
+    assert len(lines) == 1, err
+    for n in needles:
+        assert n in lines[0], lines[0]
+    assert "Traceback" not in err
+
+
+def _write(path, text):
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_missing_model_file(tmp_path):
+    code, err, _ = _run(["compile", str(tmp_path / "nope.py"), "--target", "cortex-m55", "-o", str(tmp_path / "o")])
+    _assert_one_line_error(code, err, "nope.py", "model file not found")
+    assert not (tmp_path / "o").exists()
+
+
+def test_file_not_defining_the_model(tmp_path):
+    f = _write(tmp_path / "empty_model.py", "x = 1\n")
+    code, err, _ = _run(["compile", str(f), "--target", "cortex-m55", "-o", str(tmp_path / "o")])
+    _assert_one_line_error(code, err, "empty_model.py", "does not define", "model", "example_inputs")
+    assert "hint:" in err
+
+
+def test_factory_attribute_missing(tmp_path):
+    f = _write(tmp_path / "m.py", "x = 1\n")
+    code, err, _ = _run(["compile", f"{f}:make", "--target", "cortex-m55", "-o", str(tmp_path / "o")])
+    _assert_one_line_error(code, err, "does not define 'make'")
+
+
+def test_forward_fails_on_example_inputs(tmp_path):
+    f = _write(
+        tmp_path / "bad_shape.py",
+        """
+        import torch
+        model = torch.nn.Linear(10, 2)
+        example_inputs = (torch.ones(1, 5),)
+        """,
+    )
+    code, err, _ = _run(["compile", str(f), "--target", "cortex-m55", "-o", str(tmp_path / "o")])
+    _assert_one_line_error(code, err, "bad_shape.py", "forward() failed", "(1, 5)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_target(tmp_path):
+    code, err, _ = _run(["compile", "kws", "--target", "ethos-u99-7", "-o", str(tmp_path / "o")])
+    _assert_one_line_error(code, err, "unknown target 'ethos-u99-7'")
+    assert "ethos-u85-256" in err  # the hint lists the valid targets
+    assert not (tmp_path / "o").exists()
+
+
+def test_cpu_must_match_a_cortex_m_target(tmp_path):
+    code, err, _ = _run(["compile", "kws", "--target", "cortex-m55", "--cpu", "cortex-m4", "-o", str(tmp_path)])
+    _assert_one_line_error(code, err, "--cpu cortex-m4 differs from target cortex-m55")
+
+
+def test_inspect_non_pte_file(tmp_path):
+    f = tmp_path / "notes.pte"
+    f.write_text("this is not a program\n")
+    code, err, out = _run(["inspect", str(f)])
+    _assert_one_line_error(code, err, "notes.pte", "not an ExecuTorch program")
+    assert out == ""
+
+
+def test_inspect_missing_file(tmp_path):
+    code, err, _ = _run(["inspect", str(tmp_path / "gone.pte")])
+    _assert_one_line_error(code, err, "gone.pte", "no such file")
+
+
+def test_inspect_truncated_pte(tmp_path):
+    # A real program header (b"....ET12") followed by too few bytes.
+    import torch
+    from executorch.exir import to_edge
+
+    ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))
+    data = to_edge(ep).to_executorch().buffer
+    f = tmp_path / "cut.pte"
+    f.write_bytes(data[: len(data) // 3])
+    code, err, _ = _run(["inspect", str(f), "--json"])
+    _assert_one_line_error(code, err, "cut.pte", "truncated or corrupt")
+
+
+@pytest.mark.slow
+def test_operator_without_kernel_fails_early_with_its_name(tmp_path):
+    # Upstream issue 21950: this exports fine and dies at load time with OperatorMissing.
+    f = _write(
+        tmp_path / "spectrum.py",
+        """
+        import torch
+        class Spectrum(torch.nn.Module):
+            def forward(self, x):
+                return torch.fft.rfft(x).abs().pow(2)
+        model = Spectrum()
+        example_inputs = (torch.randn(1, 64),)
+        """,
+    )
+    out_dir = tmp_path / "o"
+    code, err, _ = _run(["compile", str(f), "--target", "cortex-m55", "-o", str(out_dir)])
+    _assert_one_line_error(code, err, "fft")
+    assert "no kernel" in err or "cannot" in err or "failed" in err
+    assert not out_dir.exists() or not any(out_dir.iterdir())  # nothing half-written
