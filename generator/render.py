@@ -88,6 +88,10 @@ def render_project(spec: ProjectSpec) -> RenderedProject:
         )
     env = _environment()
     ctx = _context(spec)
+    if spec.rtos == "zephyr":
+        from armgen.zephyr import zephyr_context
+
+        ctx.update(zephyr_context(spec))
     files: dict[str, bytes] = {}
     for root in (TEMPLATES_DIR / "common" / "project", flavour_dir):
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -316,6 +320,10 @@ def _normalise(text: str) -> bytes:
 def _rename(rel: str, spec: ProjectSpec) -> str:
     if rel == "linker/firmware.ld":
         return f"linker/{spec.name}.ld"
+    if spec.rtos == "zephyr" and rel.startswith("boards/board.") and spec.board.zephyr is not None:
+        from armgen.zephyr import normalise_board_target  # boards/<normalised target>.conf/.overlay
+
+        return f"boards/{normalise_board_target(spec.board.zephyr.target)}{rel[len('boards/board'):]}"
     return rel
 
 

@@ -368,12 +368,15 @@ def make_spec(
     placed: dict[str, int] = {r.name: 0 for r in board.regions}
 
     code_region = _code_region(board)
+    # Zephyr's Ethos-U driver passes CPU addresses to the NPU unchanged (no ethosu_address_remap), so
+    # there the NPU's buffers need a region it sees at its own address (not Alif's TCM aliases).
+    npu_reach = (lambda r: r.npu_address == r.base) if rtos == "zephyr" else (lambda r: r.npu_address is not None)
     # The .pte: a non-volatile region first (read in place), then the fastest that fits; the NPU
     # reads weights and command stream from it in place, so it must be NPU-reachable when delegated.
     model_region = _place(
         "the model (.pte)",
         _round_up(report.pte_size, POOL_ALIGNMENT),
-        [r for r in board.regions if "model" in r.uses and (not uses_npu or r.npu_address is not None)],
+        [r for r in board.regions if "model" in r.uses and (not uses_npu or npu_reach(r))],
         placed,
         prefer_non_volatile=True,
     )
@@ -401,7 +404,7 @@ def make_spec(
     # Largest first so the big buffers get first pick of the fast regions they can fit.
     for pname, size, kind, mem_id, npu in sorted(wanted, key=lambda w: (-w[1], w[0])):
         candidates = [
-            r for r in board.regions if "pools" in r.uses and r.volatile and (not npu or r.npu_address is not None)
+            r for r in board.regions if "pools" in r.uses and r.volatile and (not npu or npu_reach(r))
         ]
         if not candidates:
             raise ProjectError(
