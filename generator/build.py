@@ -226,9 +226,14 @@ def build_project(
     """
     record = load_project(project)
     if record.rtos == "zephyr":
+        from armgen.workspace import Workspace
+        from armgen.zephyr import check_zephyr_workspace
+
+        # "no Zephyr in the workspace ..." when the workspace lacks Zephyr (armgen.zephyr).
+        check_zephyr_workspace(Workspace(resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")))
         raise BuildError(
-            "Zephyr projects are built with `west build` in a Zephyr workspace; none is set up here",
-            hint="armgen workspace init --zephyr (needs network access to fetch Zephyr)",
+            "armgen does not drive `west build` yet: build this Zephyr project with west",
+            hint=f"cd {record.root} && west build -b <the target in its README.md>",
         )
     if record.rtos != "baremetal":
         raise ProjectError(f"{record.root / 'armgen.toml'}: unknown rtos '{record.rtos}'")
@@ -347,6 +352,7 @@ def build_for_board(
         rtos="baremetal",
         backend=report.backend,  # type: ignore[arg-type]
         model_source=str(model.get("source", "")),
+        allow_cpu_mismatch=True,
     )
     parent = record.build_dir / target_board.name
     sub = write_project(render_project(spec), parent, force=True)

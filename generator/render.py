@@ -105,6 +105,8 @@ def render_project(spec: ProjectSpec) -> RenderedProject:
                     text = env.get_template(tmpl_name).render(ctx)
                 except jinja2.TemplateError as exc:
                     raise ProjectError(f"template {tmpl_name}: {exc}") from exc
+                if not text.strip():
+                    continue  # a template that does not apply to this project renders to nothing
                 data = _normalise(text)
             else:
                 data = path.read_bytes()

@@ -15,33 +15,41 @@ temp on the Ethos-U path) has an ``npu_address``.
 
 Method-allocator bound
 ----------------------
-The method allocator is not described by the ``.pte``: ExecuTorch's ``Method::init``
-(runtime/executor/method.cpp, tensor_parser_portable.cpp) carves these out of it during
-``load_method``, each rounded up to 4 bytes (``MemoryAllocator::kDefaultAlignment`` = alignof(void*)
-on 32-bit Arm):
+The method allocator is not described by the ``.pte``'s memory plan: ExecuTorch's ``Method::init``
+(runtime/executor/method.cpp, tensor_parser_portable.cpp, tensor_parser_exec_aten.cpp) carves these
+out of it during ``load_method``, in this order, each start aligned to the type's ``alignof``
+(``MemoryAllocator::allocate``); sizes are ``sizeof`` on 32-bit Arm with arm-none-eabi-gcc 12 and
+ExecuTorch 1.5 (measured with the compiler, see the constants below):
 
-=====================================  ===========================================================
-what                                   bytes (32-bit Arm, measured sizeof on arm-none-eabi-gcc 12)
-=====================================  ===========================================================
-``EValue values[num_values]``          16 each
-``bool input_set[num_inputs]``         1 each (rounded up to 4 once)
-per tensor value                       TensorImpl 40 + sizes, dim_order and strides: 9 per dim
-                                       (4 + 1 + 4, each list rounded up to 4)
-``Chain chains[num_chains]``           24 each
-per instruction                        ``EValue*`` arg list 4 per argument, plus the kernel
-                                       function pointer and the instruction-args span: 12 each
-per kernel call (operator lookup)      ``TensorMeta`` 12 per argument, dim order 4 per argument
-                                       (temp allocator is empty on the Cortex-M path, so the
-                                       lookup scratch stays in the method allocator)
-delegates                              ``BackendDelegate`` 28 each + the backend's own init state
-                                       (EthosUBackend: handle + its compile-spec list, bounded by
-                                       ``DELEGATE_INIT_BYTES``)
-tensor lists                           ``BoxedEvalueList``: 8 bytes per item + 24 per list
-=====================================  ===========================================================
+=========================================  ==================================================
+allocation                                 bytes (alignment)
+=========================================  ==================================================
+``EValue values[num_values]``              16 each (8)
+``bool input_set[num_inputs]``             1 each (1)
+per IntList value of n items               ``EValue*[n]`` 4n (4), ``int64_t[n]`` 8n (8),
+                                           ``BoxedEvalueList<int64_t>`` 12 (4)
+per BoolList / DoubleList / String value   ``ArrayRef`` 8 (4)
+per Tensor value of d dims                 dynamic shape only: sizes 4d (4) + dim order d (1);
+                                           strides 4d (4); ``TensorImpl`` 32 (4)
+per TensorList of n items                  ``Tensor[n]`` 4n (4), ``EValue*[n]`` 4n (4), box 12 (4)
+per OptionalTensorList of n items          ``EValue*[n]`` 4n (4), ``optional<Tensor>[n]`` 8n (4), box 12
+``BackendDelegate delegates[n]``           40 each (8), then per delegate its
+                                           ``CompileSpec[k]`` 12k (4) (EthosUBackend takes nothing
+                                           else from it: its handle comes from the init-time heap)
+``Chain chains[num_chains]``               16 each (4)
+per chain of n instructions                ``OpFunction[n]`` 4n (4), ``InstructionArgs[n]`` 8n (4)
+per kernel/delegate call of a args         ``EValue*[a]`` 4a (4)
+per kernel call (operator lookup)          ``TensorMeta[a]`` 12a (4), then per tensor argument its
+                                           dim order, d bytes (1) - from the temp allocator instead
+                                           when that holds at least 28a bytes (Ethos-U path)
+=========================================  ==================================================
 
-plus ``METHOD_ALLOCATOR_SLACK`` for allocator alignment rounding. The constants were fitted against
-the firmware-reported use (``ARMGEN pool method reserved=... used=...``) of the four MLPerf Tiny
-samples on QEMU mps3-an547; see the table in :data:`MEASURED_METHOD_ALLOCATOR_USE`.
+:func:`method_allocator_bound` replays exactly this sequence over the program's execution plan
+(read from the ``.pte`` with ExecuTorch's own deserializer) and rounds up to 16 bytes. Measured
+against the firmware's own report (``ARMGEN pool method ... used=``) on QEMU mps3-an547 the replay
+is exact (see :data:`MEASURED_METHOD_ALLOCATOR_USE`), so the pool exceeds the use by the rounding
+only (< 16 B). Without a readable ``.pte`` a coarser bound from ``report.stats`` alone is used
+(:func:`method_allocator_bound_from_stats`: every non-tensor value counted as an int-list item).
 """
 
 from __future__ import annotations
@@ -69,22 +77,23 @@ DEFAULT_HEAP_SIZE = {"cortex-m": 0, "ethos-u": 1024}
 #: Bytes held back in the data region for ``.data``/``.bss`` (runtime statics, kernel table, console).
 DATA_RESERVE = 8 * 1024
 
-# ---- method-allocator bound (see module docstring) -------------------------------------------------
+# ---- method-allocator bound (see module docstring); sizeof/alignof on arm-none-eabi (32-bit) ------
 EVALUE_BYTES = 16
-TENSOR_IMPL_BYTES = 40
-TENSOR_DIM_BYTES = 9
-TENSOR_LIST_BYTES = 24
-TENSOR_LIST_ITEM_BYTES = 8
-CHAIN_BYTES = 24
-INSTRUCTION_BYTES = 12
-KERNEL_ARG_BYTES = 4 + 12 + 4
-DELEGATE_BYTES = 28
-DELEGATE_INIT_BYTES = 512
-METHOD_ALLOCATOR_SLACK = 64
+TENSOR_IMPL_BYTES = 32
+BOXED_LIST_BYTES = 12
+ARRAY_REF_BYTES = 8
+BACKEND_DELEGATE_BYTES = 40
+COMPILE_SPEC_BYTES = 12
+CHAIN_BYTES = 16
+INSTRUCTION_ARGS_BYTES = 8
+TENSOR_META_BYTES = 12
+#: ExecuTorch's kTensorDimensionLimit: resolve_operator uses the temp allocator only when it holds
+#: (sizeof(TensorMeta) + kTensorDimensionLimit) bytes per argument.
+TENSOR_DIMENSION_LIMIT = 16
 
-#: Firmware-reported method-allocator use (bytes) of the four samples on mps3-an547, for the record
-#: and for tests of the bound: ``{sample: used}``. Filled from measured runs.
-MEASURED_METHOD_ALLOCATOR_USE: dict[str, int] = {}
+#: Firmware-reported method-allocator use (bytes) on QEMU mps3-an547 (Cortex-M55 programs from
+#: ``armgen compile``), equal to the replay of :func:`method_allocator_use`.
+MEASURED_METHOD_ALLOCATOR_USE: dict[str, int] = {"kws": 14302}
 
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _C_KEYWORDS = frozenset(
@@ -263,34 +272,132 @@ def validate_name(name: str) -> str:
     return name
 
 
-def method_allocator_bound(report: ProgramReport) -> int:
-    """Upper bound in bytes of the method allocator's use during ``load_method`` and execution.
-
-    Computed from the program's execution-plan counts (``report.stats``) and its delegates with the
-    per-item sizes documented in this module's docstring, rounded up to 16 bytes.
+def method_allocator_use(pte: bytes, temp_allocator_size: int = 0) -> int:
+    """Bytes ``Method::init`` takes from the method allocator for this program (exact replay).
 
     Args:
-        report: the compiled program's report.
+        pte: the serialized program. temp_allocator_size: bytes of the temp pool the firmware
+            passes (operator lookup scratch moves there when it is large enough).
+
+    Returns:
+        int: bytes, including alignment padding, for ``execution_plan[0]``.
+
+    Raises:
+        ProgramError: the bytes are not an ExecuTorch program.
+    """
+    from armgen.errors import ProgramError
+
+    try:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        program = deserialize_pte_binary(pte).program
+    except Exception as exc:  # noqa: BLE001 - any parse failure means "not a program"
+        raise ProgramError(f"cannot read the program: {exc}") from exc
+    plan = program.execution_plan[0]
+    values = plan.values
+    cur = 0
+
+    def alloc(size: int, align: int) -> None:
+        nonlocal cur
+        cur = _round_up(cur, align) + size
+
+    alloc(EVALUE_BYTES * len(values), 8)
+    if plan.inputs:
+        alloc(len(plan.inputs), 1)
+    for v in values:
+        kind = type(v.val).__name__
+        x = v.val
+        if kind == "IntList":
+            n = len(x.items)
+            alloc(4 * n, 4)
+            alloc(8 * n, 8)
+            alloc(BOXED_LIST_BYTES, 4)
+        elif kind in ("BoolList", "DoubleList", "String"):
+            alloc(ARRAY_REF_BYTES, 4)
+        elif kind == "Tensor":
+            dim = len(x.sizes)
+            if int(x.shape_dynamism) != 0:
+                alloc(4 * dim, 4)
+                alloc(dim, 1)
+            alloc(4 * dim, 4)
+            alloc(TENSOR_IMPL_BYTES, 4)
+        elif kind == "TensorList":
+            n = len(x.items)
+            alloc(4 * n, 4)
+            alloc(4 * n, 4)
+            alloc(BOXED_LIST_BYTES, 4)
+        elif kind == "OptionalTensorList":
+            n = len(x.items)
+            alloc(4 * n, 4)
+            alloc(8 * n, 4)
+            alloc(BOXED_LIST_BYTES, 4)
+    alloc(BACKEND_DELEGATE_BYTES * len(plan.delegates), 8)
+    for d in plan.delegates:
+        alloc(COMPILE_SPEC_BYTES * len(d.compile_specs), 4)
+    alloc(CHAIN_BYTES * len(plan.chains), 4)
+    for chain in plan.chains:
+        n = len(chain.instructions)
+        alloc(4 * n, 4)
+        alloc(INSTRUCTION_ARGS_BYTES * n, 4)
+        for ins in chain.instructions:
+            args = ins.instr_args
+            kind = type(args).__name__
+            if kind in ("KernelCall", "DelegateCall"):
+                alloc(4 * len(args.args), 4)
+            if kind == "KernelCall":
+                n_args = len(args.args)
+                if temp_allocator_size >= (TENSOR_META_BYTES + TENSOR_DIMENSION_LIMIT) * n_args:
+                    continue  # lookup scratch comes from the temp allocator and is released
+                alloc(TENSOR_META_BYTES * n_args, 4)
+                for i in args.args:
+                    if type(values[i].val).__name__ == "Tensor":
+                        alloc(len(values[i].val.sizes), 1)
+    return cur
+
+
+def method_allocator_bound_from_stats(report: ProgramReport) -> int:
+    """A coarser upper bound from ``report.stats`` alone (no ``.pte``), rounded up to 16 bytes.
+
+    Every value that is not a tensor is counted as if it were an int-list item (4 + 8 bytes plus
+    a 12-byte box and padding per item), every kernel argument as a tensor of 8 dims.
+    """
+    s = report.stats
+    other = max(0, s.num_values - s.num_tensors)
+    total = (
+        EVALUE_BYTES * s.num_values
+        + _round_up(s.num_inputs, 8)
+        + (TENSOR_IMPL_BYTES + 4) * s.num_tensors
+        + 9 * s.num_tensor_dims
+        + (4 + 8 + BOXED_LIST_BYTES + 4) * other
+        + (4 + 4 + BOXED_LIST_BYTES) * s.num_tensor_lists
+        + 8 * s.num_tensor_list_items
+        + (BACKEND_DELEGATE_BYTES + 8 * COMPILE_SPEC_BYTES) * s.num_delegate_calls
+        + CHAIN_BYTES * s.num_chains
+        + (4 + INSTRUCTION_ARGS_BYTES) * s.num_instructions
+        + (4 + TENSOR_META_BYTES + 8) * s.num_kernel_call_args
+        + 4 * s.num_delegate_call_args
+        + 64
+    )
+    return _round_up(total, POOL_ALIGNMENT)
+
+
+def method_allocator_bound(report: ProgramReport, pte: bytes | None = None) -> int:
+    """Bytes to reserve for the method allocator: the exact replay rounded up to 16 bytes.
+
+    Args:
+        report: the program's report. pte: the program bytes (None: the coarser
+            :func:`method_allocator_bound_from_stats`).
 
     Returns:
         int: bytes, a multiple of :data:`POOL_ALIGNMENT`.
+
+    Raises:
+        ProgramError: ``pte`` is not an ExecuTorch program.
     """
-    s = report.stats
-    total = (
-        EVALUE_BYTES * s.num_values
-        + _round4(s.num_inputs)
-        + TENSOR_IMPL_BYTES * s.num_tensors
-        + TENSOR_DIM_BYTES * s.num_tensor_dims
-        + TENSOR_LIST_BYTES * s.num_tensor_lists
-        + TENSOR_LIST_ITEM_BYTES * s.num_tensor_list_items
-        + CHAIN_BYTES * s.num_chains
-        + INSTRUCTION_BYTES * s.num_instructions
-        + KERNEL_ARG_BYTES * s.num_kernel_call_args
-        + 4 * s.num_delegate_call_args
-        + (DELEGATE_BYTES + DELEGATE_INIT_BYTES) * s.num_delegate_calls
-        + METHOD_ALLOCATOR_SLACK
-    )
-    return _round_up(total, POOL_ALIGNMENT)
+    if pte is None:
+        return method_allocator_bound_from_stats(report)
+    temp = _round_up(report.temp_allocator_size, POOL_ALIGNMENT)
+    return _round_up(method_allocator_use(pte, temp), POOL_ALIGNMENT)
 
 
 def portable_source_for(op: str) -> str:
@@ -332,6 +439,7 @@ def make_spec(
     weights: str | None = None,
     stack_size: int = DEFAULT_STACK_SIZE,
     executorch_version: str | None = None,
+    allow_cpu_mismatch: bool = False,
 ) -> ProjectSpec:
     """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
 
@@ -340,6 +448,8 @@ def make_spec(
         board: the target board. name: project name (validated, see :func:`validate_name`).
         rtos / backend: None picks :func:`default_rtos` / :func:`default_backend`.
         stack_size: main stack in bytes.
+        allow_cpu_mismatch: accept a Cortex-M program planned for another CPU than the board's
+            (only for emulator stand-ins, e.g. a Cortex-M85 program on QEMU's Cortex-M55).
 
     Returns:
         ProjectSpec: frozen.
@@ -361,6 +471,12 @@ def make_spec(
         raise ProjectError(
             f"program '{report.name}' was compiled for backend '{report.backend}', not '{backend}'",
             hint=f"compile the model again with --backend {backend}",
+        )
+    if backend == "cortex-m" and not allow_cpu_mismatch and report.cpu != board.cpu.et_target:
+        raise ProjectError(
+            f"program '{report.name}' was compiled for {report.cpu}, but board '{board.name}' has a "
+            f"{board.cpu.et_target} (CMSIS-NN scratch buffers are planned per CPU)",
+            hint=f"compile the model for --target {board.cpu.et_target}",
         )
     uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
 
@@ -395,7 +511,11 @@ def make_spec(
     wanted: list[tuple[str, int, str, int | None, bool]] = []
     for i, size in enumerate(report.planned_buffers, start=1):
         wanted.append((f"planned_{i}", int(size), "planned", i, uses_npu))
-    method_bound = method_allocator_bound(report)
+    try:
+        pte_bytes = Path(pte_path).read_bytes()
+    except OSError as exc:
+        raise ProjectError(f"cannot read the program {pte_path}: {exc.strerror}") from exc
+    method_bound = method_allocator_bound(report, pte_bytes)
     wanted.append(("method", method_bound, "method", None, False))
     if report.temp_allocator_size > 0:
         wanted.append(("temp", _round_up(report.temp_allocator_size, POOL_ALIGNMENT), "temp", None, uses_npu))

@@ -1,0 +1,69 @@
+"""Shared test helpers for spec/new/build: real compiled programs (cached per test session) and
+workspace detection. Not a test module (leading underscore)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from armgen.program_report import ProgramReport
+
+_CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(sample: str, target: str) -> tuple[ProgramReport, Path, Path]:
+    """Compile a built-in sample for ``target`` with armgen's compile stage, once per session.
+
+    Returns:
+        (report, pte path, report path).
+    """
+    from armgen.compile import compile_model
+
+    out = _CACHE / f"{sample}-{target}"
+    kwargs = {}
+    if target.startswith("ethos-u"):
+        from armgen.boards import load_board
+
+        npu = load_board("corstone_320").npu
+        kwargs = {"cpu": "cortex-m85", "system_config": npu.vela_system_config, "memory_mode": npu.vela_memory_mode}
+    result = compile_model(sample, target, out_dir=out, name=sample, **kwargs)
+    return result.report, result.pte_path, result.report_path
+
+
+def workspace_missing() -> str | None:
+    """Why no workspace usable for firmware builds exists (None when one does)."""
+    try:
+        from armgen.build import resolve_workspace
+
+        resolve_workspace()
+    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
+        return getattr(exc, "message", str(exc))
+    return None
+
+
+def armgen(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real `armgen` CLI (the installed entry point) and capture its output."""
+    exe = Path(sys.executable).with_name("armgen")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "armgen.cli"]
+    return subprocess.run(
+        cmd + list(args), cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=1800
+    )
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """All files under ``root`` (relative POSIX path -> bytes), ``build/`` excluded."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "build" not in p.relative_to(root).parts[:1]
+    }
+
+
+def cleanup() -> None:  # pragma: no cover - best effort
+    shutil.rmtree(_CACHE, ignore_errors=True)

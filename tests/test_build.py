@@ -1,0 +1,174 @@
+"""`armgen build`: real CMake + Ninja + arm-none-eabi-gcc builds of generated projects.
+
+Without a workspace only the bad-input paths run (no workspace, no cross compiler, not a project).
+With one (marker `workspace`; skipped with the reason otherwise) kws is built for real for
+qemu_mps3_an547 (Cortex-M55, CMSIS-NN MVE) and qemu_mps2_an386 (Cortex-M4, DSP) and run on QEMU,
+and for corstone_320 with the Ethos-U85 delegate (link only: there is no NPU model here).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from _programs import armgen, compiled, workspace_missing
+
+from armgen.boards import load_board
+from armgen.build import TOOLCHAIN_PACKAGES, build_project, load_project
+from armgen.errors import BuildError
+from armgen.render import render_project, write_project
+from armgen.spec import make_spec
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _new(tmp: Path, sample: str, target: str, board: str) -> Path:
+    report, pte, report_path = compiled(sample, target)
+    spec = make_spec(report, load_board(board), name=sample, pte_path=pte, report_path=report_path, rtos="baremetal")
+    return write_project(render_project(spec), tmp)
+
+
+# ---- without a workspace -------------------------------------------------------------------------
+def test_no_workspace_says_how_to_make_one(tmp_path):
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "armgen.toml").write_text(
+        'name = "p"\nboard = "qemu_mps3_an547"\nrtos = "baremetal"\nbackend = "cortex-m"\n'
+        'elf = "build/p.elf"\nmap = "build/p.map"\n'
+    )
+    r = armgen("build", str(tmp_path / "proj"), env={"ARMGEN_WORKSPACE": str(tmp_path / "no-workspace")})
+    assert r.returncode == 2
+    err = ANSI.sub("", r.stderr)
+    assert "armgen: error:" in err and "no-workspace" in err
+    assert "armgen workspace init" in err
+    assert not (tmp_path / "proj" / "build" / "build.ninja").exists()
+
+
+def test_missing_cross_compiler_names_debian_packages(tmp_path):
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "armgen.toml").write_text(
+        'name = "p"\nboard = "qemu_mps3_an547"\nrtos = "baremetal"\nbackend = "cortex-m"\n'
+        'elf = "build/p.elf"\nmap = "build/p.map"\n'
+    )
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("cmake", "ninja"):  # everything but the cross compiler
+        if shutil.which(tool):
+            os.symlink(shutil.which(tool), bindir / tool)
+    armgen_exe = shutil.which("armgen") or str(Path(os.sys.executable).with_name("armgen"))
+    r = subprocess.run([armgen_exe, "build", str(tmp_path / "proj")], capture_output=True, text=True,
+                       env={**os.environ, "PATH": str(bindir)})  # fmt: skip
+    assert r.returncode == 2
+    err = ANSI.sub("", r.stderr)
+    assert "arm-none-eabi-gcc not found" in err
+    assert TOOLCHAIN_PACKAGES in err
+
+
+def test_not_a_project(tmp_path):
+    r = armgen("build", str(tmp_path))
+    assert r.returncode == 2
+    assert "is not an armgen project (no armgen.toml)" in ANSI.sub("", r.stderr)
+
+
+# ---- with a workspace: real builds ---------------------------------------------------------------
+def _need_workspace() -> None:
+    why = workspace_missing()
+    if why:
+        pytest.skip(f"needs an armgen workspace ({why})")
+
+
+def _qemu(elf: Path, machine: str, cpu: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["qemu-system-arm", "-machine", machine, "-cpu", cpu, "-nographic", "-semihosting-config",
+         "enable=on,target=native", "-icount", "shift=0", "-kernel", str(elf)],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+    )  # fmt: skip
+
+
+def _lines(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        if line.startswith("ARMGEN "):
+            key, _, rest = line[len("ARMGEN ") :].partition(" ")
+            out.setdefault(key, []).append(rest)
+    return out
+
+
+def _sizes(elf: Path) -> str:
+    return subprocess.run(["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True).stdout
+
+
+@pytest.mark.workspace
+@pytest.mark.slow
+@pytest.mark.parametrize("board,target,machine,cpu", [
+    ("qemu_mps3_an547", "cortex-m55", "mps3-an547", "cortex-m55"),
+    ("qemu_mps2_an386", "cortex-m4", "mps2-an386", "cortex-m4"),
+])  # fmt: skip
+def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
+    _need_workspace()
+    project = _new(tmp_path, "kws", target, board)
+    result = build_project(project)
+    assert result.elf == project / "build" / "kws.elf" and result.elf.is_file()
+    assert result.map == project / "build" / "kws.map" and result.map.is_file()
+    assert result.compiled > 0
+    print(f"{board}: clean build {result.seconds:.1f} s, {result.compiled} files\n{_sizes(result.elf)}")
+
+    # The firmware checks its planned pools against MethodMeta and prints what it used.
+    run = _qemu(result.elf, machine, cpu, project)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = _lines(run.stdout)
+    assert lines.get("done") == [""]
+    assert "error" not in lines
+    report = compiled("kws", target)[0]
+    pools = {m.group(1): (int(m.group(2)), int(m.group(3)))
+             for m in (re.fullmatch(r"(\S+) reserved=(\d+) used=(\d+)", p) for p in lines["pool"])}  # fmt: skip
+    for i, size in enumerate(report.planned_buffers, start=1):
+        assert pools[f"planned_{i}"] == (size, size)
+    reserved, used = pools["method"]
+    assert 0 <= reserved - used <= 256, pools["method"]
+    assert "temp" not in pools
+    stack = re.fullmatch(r"reserved=(\d+) used=(\d+)", lines["stack"][0])
+    assert stack and 0 < int(stack.group(2)) < int(stack.group(1))
+    assert len(lines["output"]) == len(report.outputs)
+    values = lines["output"][0].split(" ", 1)[1].split(",")
+    assert len(values) == report.outputs[0].nbytes // (4 if report.outputs[0].dtype == "float32" else 1)
+    assert int(lines["ticks"][0]) > 0
+
+    # Rebuilding after a model change recompiles only the object that embeds the .pte, then relinks.
+    os.utime(project / "model" / "kws.pte")
+    again = build_project(project)
+    assert again.compiled == 1, again.compiled
+    assert again.steps >= 2
+
+    # A failing compile shows the compiler's first error and its file, and where the full log is.
+    main = project / "src" / "main.cpp"
+    main.write_text(main.read_text().replace("int main(void) {", "int main(void) { this_is_not_cpp;", 1))
+    with pytest.raises(BuildError) as err:
+        build_project(project, size=False)
+    assert "src/main.cpp" in err.value.message and "this_is_not_cpp" in err.value.message
+    assert "armgen-build.log" in (err.value.hint or "")
+
+
+@pytest.mark.workspace
+@pytest.mark.slow
+def test_kws_ethos_u_corstone_320_links(tmp_path):
+    _need_workspace()
+    report, pte, report_path = compiled("kws", "ethos-u85-256")
+    assert any(d.backend_id == "EthosUBackend" for d in report.delegates)
+    spec = make_spec(report, load_board("corstone_320"), name="kws", pte_path=pte, report_path=report_path,
+                     rtos="baremetal")  # fmt: skip
+    project = write_project(render_project(spec), tmp_path)
+    assert (project / "src" / "platform" / "npu.c").is_file()
+    result = build_project(project)
+    sizes = _sizes(result.elf)
+    print(f"corstone_320: clean build {result.seconds:.1f} s\n{sizes}")
+    nm = subprocess.run(["arm-none-eabi-nm", "-C", str(result.elf)], capture_output=True, text=True).stdout
+    assert "ethosu_init" in nm and "EthosUBackend" in nm
+    assert "__cxa_begin_catch" not in nm  # no C++ exception support dragged in by the delegate
+    rec = tomllib.loads((project / "armgen.toml").read_text())
+    temp = [p for p in rec["pools"] if p["name"] == "temp"]
+    assert temp and temp[0]["bytes"] >= report.temp_allocator_size > 0

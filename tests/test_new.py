@@ -1,0 +1,195 @@
+"""`armgen new` and the render stage: the files of a bare-metal project, deterministic output,
+atomic writes, and every bad input with its message, exit code and no partial directory.
+
+The program is a real kws compile (cached per session); `armgen new --model <x>.pte` picks up the
+report written beside it, so the CLI tests do not compile again.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+from _programs import armgen, compiled, tree
+
+from armgen.boards import BOARDS_DIR, load_board
+from armgen.errors import ProjectError
+from armgen.render import render_project, write_project
+from armgen.spec import make_spec
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def kws():
+    return compiled("kws", "cortex-m55")
+
+
+@pytest.fixture(scope="module")
+def kws_spec(kws):
+    report, pte, report_path = kws
+    return make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, report_path=report_path,
+                     rtos="baremetal")
+
+
+def test_bare_metal_project_files(kws_spec):
+    files = render_project(kws_spec).files
+    for path in (
+        "CMakeLists.txt", "armgen.toml", "cmake/arm-none-eabi-gcc.cmake", "cmake/executorch.cmake",
+        "linker/kws.ld", "model/kws.pte", "model/kws.report.json", "model/selected_operators.yaml",
+        "src/main.cpp", "src/model/armgen_model.h", "src/model/armgen_model.cpp", "src/model/armgen_pools.c",
+        "src/model/armgen_model_pte.S", "src/platform/startup.c", "src/platform/platform.c",
+        "src/platform/et_pal.cpp", "src/app/sample_io.c", "src/app/armgen_print.c",
+    ):  # fmt: skip
+        assert path in files, path
+    assert "src/platform/npu.c" not in files and "cmake/ethos_u.cmake" not in files  # no NPU here
+    report = kws_spec.report
+    assert files["model/kws.pte"] == kws_spec.pte_path.read_bytes()
+
+    pools_c = files["src/model/armgen_pools.c"].decode()
+    pools_h = files["src/model/armgen_pools.h"].decode()
+    for i, size in enumerate(report.planned_buffers, start=1):
+        assert f"#define ARMGEN_POOL_PLANNED_{i}_SIZE {size}u" in pools_h
+        assert f'section(".armgen_pool.planned_{i}"), aligned(16)' in pools_c
+    assert f"#define ARMGEN_POOL_METHOD_SIZE {kws_spec.method_allocator_bound}u" in pools_h
+    assert "#define ARMGEN_POOL_TEMP_SIZE 0u" in pools_h
+
+    # The linker script places every pool section in its region, NOLOAD, and the model in flash.
+    ld = files["linker/kws.ld"].decode()
+    for p in kws_spec.pools:
+        assert re.search(rf"{re.escape(p.section)} \(NOLOAD\) : ALIGN\(16\)\s*\{{\s*KEEP\(\*\({re.escape(p.section)}\)\)\s*\}} > {p.region}", ld)
+    assert re.search(r"\.armgen_model : ALIGN\(16\)\s*\{\s*KEEP\(\*\(\.armgen_model\)\)\s*\} > ITCM", ld)
+    assert "ORIGIN = 0x10000000" in ld and "__StackTop" in ld and "__HeapBase" in ld
+
+    # The model is embedded with .incbin, 16-byte aligned, in .armgen_model.
+    asm = files["src/model/armgen_model_pte.S"].decode()
+    assert '.incbin "kws.pte"' in asm and ".balign 16" in asm and ".section .armgen_model" in asm
+
+    # Toolchain flags from the board; the op list drives ExecuTorch's selective build.
+    assert "-mcpu=cortex-m55" in files["cmake/arm-none-eabi-gcc.cmake"].decode()
+    sel = yaml.safe_load(files["model/selected_operators.yaml"])
+    assert sorted(sel["operators"]) == sorted(kws_spec.selected_operators)
+    assert not sel["include_all_operators"]
+    cm = files["cmake/executorch.cmake"].decode()
+    assert "generate_bindings_for_kernels" in cm and "gen_selected_max_kernel_num" in cm
+
+    # I/O quantization parameters are constants of the C API.
+    h = files["src/model/armgen_model.h"].decode()
+    inp = report.inputs[0]
+    assert f"#define ARMGEN_INPUT0_NUMEL {inp.nbytes // (4 if inp.dtype == 'float32' else 1)}" in h
+    if inp.scale is not None:
+        assert "#define ARMGEN_INPUT0_QUANTIZED 1" in h and f"#define ARMGEN_INPUT0_ZERO_POINT {inp.zero_point}" in h
+    assert "ARMGEN_OPERATOR_MISSING = 20" in h  # ExecuTorch's Error::OperatorMissing = 0x14
+
+
+def test_project_record(kws_spec):
+    rec = tomllib.loads(render_project(kws_spec).files["armgen.toml"].decode())
+    for key in ("name", "board", "rtos", "backend", "target", "cpu", "elf", "map", "armgen_version",
+                "executorch_version"):  # fmt: skip
+        assert key in rec, key
+    assert rec["elf"] == "build/kws.elf" and rec["map"] == "build/kws.map"
+    assert rec["board"] == "qemu_mps3_an547" and rec["rtos"] == "baremetal" and rec["backend"] == "cortex-m"
+    assert rec["model"]["sha256"] == kws_spec.report.pte_sha256 and rec["model"]["pte"] == "model/kws.pte"
+    assert [(p["name"], p["bytes"], p["region"], p["section"]) for p in rec["pools"]] == [
+        (p.name, p.bytes, p.region, p.section) for p in kws_spec.pools
+    ]
+    assert rec["pools"][0]["bytes"] == kws_spec.report.planned_buffers[0]
+    assert isinstance(rec["budgets"]["flash"], int) and isinstance(rec["budgets"]["ram"], int)
+
+
+def test_rendering_twice_is_byte_identical(kws_spec, tmp_path):
+    a = render_project(kws_spec).files
+    b = render_project(kws_spec).files
+    assert a == b
+    da = write_project(render_project(kws_spec), tmp_path / "a")
+    db = write_project(render_project(kws_spec), tmp_path / "b")
+    assert tree(da) == tree(db) == a
+
+
+def test_force_replaces_atomically_and_keeps_build(kws_spec, tmp_path):
+    dest = write_project(render_project(kws_spec), tmp_path)
+    (dest / "build").mkdir()
+    (dest / "build" / "keep.txt").write_text("x")
+    (dest / "stale.txt").write_text("old")
+    with pytest.raises(ProjectError, match="already exists"):
+        write_project(render_project(kws_spec), tmp_path)
+    assert (dest / "stale.txt").exists()  # untouched by the refused write
+    old_mtime = (dest / "src" / "main.cpp").stat().st_mtime_ns
+    write_project(render_project(kws_spec), tmp_path, force=True)
+    assert not (dest / "stale.txt").exists()
+    assert (dest / "build" / "keep.txt").read_text() == "x"
+    assert (dest / "src" / "main.cpp").stat().st_mtime_ns == old_mtime  # unchanged file, unchanged mtime
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]  # no temp or trash left behind
+
+
+# ---- the CLI --------------------------------------------------------------------------------------
+def test_new_cli_with_compiled_program(kws, tmp_path):
+    report, pte, _ = kws
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(pte), "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    project = tmp_path / "kws"
+    rec = tomllib.loads((project / "armgen.toml").read_text())
+    assert rec["rtos"] == "baremetal" and rec["backend"] == "cortex-m"  # defaults for a QEMU board
+    assert [p["bytes"] for p in rec["pools"] if p["name"].startswith("planned_")] == list(report.planned_buffers)
+    assert "planned_1" in r.stdout and "created" in r.stderr
+
+
+def _assert_refused(r, tmp_path: Path, before: set[str], pattern: str) -> None:
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert re.search(pattern, r.stderr), r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.count("armgen: error:") == 1
+    assert {p.name for p in tmp_path.iterdir()} == before  # nothing written, nothing left behind
+
+
+def test_bad_input_existing_directory(kws, tmp_path):
+    (tmp_path / "kws").mkdir()
+    (tmp_path / "kws" / "mine.c").write_text("keep me")
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(tmp_path))
+    _assert_refused(r, tmp_path, {"kws"}, r"armgen: error: .*kws already exists")
+    assert "--force" in r.stderr
+    assert (tmp_path / "kws" / "mine.c").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("name,pattern", [
+    ("../x", r"project name '\.\./x' is a path"),
+    ("1kws", r"project name '1kws' is not a C/CMake identifier"),
+    ("k-ws", r"project name 'k-ws' is not a C/CMake identifier"),
+])  # fmt: skip
+def test_bad_input_name(kws, tmp_path, name, pattern):
+    out = tmp_path / "out"
+    out.mkdir()
+    r = armgen("new", name, "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(out))
+    _assert_refused(r, out, set(), pattern)
+    assert {p.name for p in tmp_path.iterdir()} == {"out"}
+
+
+def test_bad_input_ethos_u_without_npu(kws, tmp_path):
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--backend", "ethos-u", "--model", str(kws[1]),
+               "--out", str(tmp_path))  # fmt: skip
+    _assert_refused(r, tmp_path, set(), r"board 'qemu_mps3_an547' has no Ethos-U NPU")
+
+
+def test_bad_input_model_too_large(kws, tmp_path):
+    """A board file whose RAM cannot hold the kws pools: the region and shortfall are named."""
+    data = yaml.safe_load((BOARDS_DIR / "qemu_mps3_an547.yaml").read_text())
+    for r in data["regions"]:
+        if r["name"] == "DTCM":
+            r["size"] = 24 * 1024
+        elif "pools" in r["uses"]:
+            r["uses"] = [u for u in r["uses"] if u != "pools"]
+    data.pop("budgets", None)
+    board_file = tmp_path / "tiny_an547.yaml"
+    board_file.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = armgen("new", "kws", "--board", str(board_file), "--model", str(kws[1]), "--out", str(out))
+    _assert_refused(r, out, set(), r"fits no region: DTCM .* short by \d+ bytes")
+
+
+def test_bad_input_unknown_sample(tmp_path):
+    r = armgen("new", "nosuchsample", "--board", "qemu_mps3_an547", "--out", str(tmp_path))
+    _assert_refused(r, tmp_path, set(), r"'nosuchsample' is not a built-in sample \(.*kws.*\)")
