@@ -314,6 +314,7 @@ def test_second_init_reuses_mirror_and_revision_and_does_nothing(real_workspace)
     assert set(again.actions.values()) == {"up to date"}
 
 
+@pytest.mark.slow
 @pytest.mark.workspace
 @needs_mirror
 def test_real_pte_from_pip_executorch_is_compatible(real_workspace, tmp_path):
