@@ -352,6 +352,7 @@ def build_for_board(
         rtos="baremetal",
         backend=report.backend,  # type: ignore[arg-type]
         model_source=str(model.get("source", "")),
+        allow_cpu_mismatch=True,
     )
     parent = record.build_dir / target_board.name
     sub = write_project(render_project(spec), parent, force=True)
