@@ -59,10 +59,6 @@ def new_cmd(
             hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
         )
     if rtos == "zephyr":
-        from armgen.paths import TEMPLATES_DIR
-
-        if not (TEMPLATES_DIR / "zephyr" / "project").is_dir():
-            raise ProjectError("zephyr flavour not implemented yet", hint="use --rtos baremetal")
         if board.zephyr is None:
             raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
     dest = out_dir.expanduser().resolve() / name
