@@ -243,5 +243,13 @@ class ProgramReport:
 
     @property
     def temp_allocator_size(self) -> int:
-        """Bytes the kernels/delegates take from the temp allocator per execute() (0 on Cortex-M)."""
-        return sum(d.vela.scratch_size for d in self.delegates if d.vela is not None)
+        """Bytes the temp allocator must hold: the largest Ethos-U scratch of any one delegate call.
+
+        ExecuTorch resets the temp allocator after every instruction (``Method::step`` in
+        ``runtime/executor/method.cpp``), and ``EthosUBackend::execute`` takes the scratch with
+        ``temp_allocator->allocate(scratch_data_size, 16)`` (``backends/arm/runtime/EthosUBackend.cpp``),
+        so delegate calls never hold scratch at the same time: the need is the maximum, rounded up
+        to 16 bytes, not the sum. 0 on the Cortex-M path (CMSIS-NN scratch is memory-planned).
+        """
+        sizes = [d.vela.scratch_size for d in self.delegates if d.vela is not None]
+        return (max(sizes) + 15) // 16 * 16 if sizes else 0
