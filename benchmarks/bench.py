@@ -379,6 +379,377 @@ class Tflm:
 
 
 # ---------------------------------------------------------------------------------------------
+# sizes: armgen.size plus a workaround for overlapping map lines
+# ---------------------------------------------------------------------------------------------
+def component_sizes(elf: Path, board_name: str, map_path: Path, rules=None) -> dict[str, Any]:
+    """Flash/RAM per component from armgen.size.size_elf with the linker map.
+
+    Workaround (reported to the lead): armgen.size gives a whole section to ``unattributed`` when two
+    map lines overlap, which GNU ld's merged string sections (``.rodata.str1.4`` of two objects
+    at one address) do in armgen's own firmware maps. For such sections the bytes are attributed
+    here from the same map with the same rules, overlapping bytes counted once (first line wins).
+    """
+    from armgen.boards import load_board
+    from armgen.size import COMPONENT_RULES, UNATTRIBUTED, classify, parse_map, size_elf
+
+    rules = rules or COMPONENT_RULES
+    rep = size_elf(elf, load_board(board_name), map_path, rules=rules)
+    totals = {c.name: {"flash": c.flash, "ram": c.ram} for c in rep.components}
+    fixed = []
+    lmap = None
+    for sec in rep.sections:
+        comps = dict(sec.components)
+        if sec.size == 0 or comps.get(UNATTRIBUTED, 0) != sec.size or sec.size < 256:
+            continue
+        lmap = lmap or parse_map(map_path.read_text(errors="replace"))
+        ins = sorted((i for i in lmap.inputs if i.output_section == sec.name and i.size), key=lambda i: i.address)
+        if not ins:
+            continue
+        out: dict[str, int] = {}
+        covered = sec.vma
+        for i in ins:
+            b, e = max(i.address, covered), min(i.address + i.size, sec.vma + sec.size)
+            if e <= b:
+                continue
+            covered = e
+            c = classify(output_section=sec.name, input_section=i.input_section, archive=i.archive,
+                         obj=None if i.archive else i.obj, rules=rules)
+            out[c] = out.get(c, 0) + (e - b)
+        rest = sec.size - sum(out.values())
+        if rest > 0:
+            out[UNATTRIBUTED] = out.get(UNATTRIBUTED, 0) + rest
+        for pl in sec.placements:
+            totals[UNATTRIBUTED][pl.memory] -= sec.size
+            for c, n in out.items():
+                totals.setdefault(c, {"flash": 0, "ram": 0})[pl.memory] += n
+        fixed.append(sec.name)
+    totals = {k: v for k, v in totals.items() if v["flash"] or v["ram"]}
+    return {
+        "flash": rep.flash,
+        "ram": rep.ram,
+        "components": totals,
+        "pools": {p.name: p.size for p in rep.pools},
+        "stack": rep.stack,
+        "heap": rep.heap,
+        "sections": {x.name: x.size for x in rep.sections},
+        "reattributed_sections": fixed,
+    }
+
+
+KERNEL_COMPONENTS = ("kernel_registration", "portable_kernels", "quantized_kernels", "cortex_m_kernels", "cmsis_nn")
+
+
+def kernel_flash(comps: dict[str, Any]) -> int:
+    return sum(comps.get(k, {}).get("flash", 0) for k in KERNEL_COMPONENTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# armgen: new, clean build, size, run
+# ---------------------------------------------------------------------------------------------
+class Armgen:
+    def __init__(self, cache: Path, jobs: int, reuse: bool):
+        self.cache = cache / "armgen"
+        self.jobs = jobs
+        self.reuse = reuse
+
+    def project(self, machine: str, name: str) -> Path:
+        return self.cache / machine / name
+
+    def new(self, machine: str, name: str, extra: list[str] | None = None) -> tuple[float | None, str]:
+        parent = self.cache / machine
+        parent.mkdir(parents=True, exist_ok=True)
+        cmd = [ARMGEN, "new", name, "--board", MACHINES[machine], "--out", str(parent), "--force", *(extra or [])]
+        if self.reuse and (parent / name / "armgen.toml").exists():
+            return None, cmdline(cmd)
+        log(f"armgen new {name} on {machine}")
+        _, dt = run(cmd)
+        return round(dt, 1), cmdline(cmd)
+
+    def build(self, proj: Path) -> tuple[float | None, str]:
+        cmd = [ARMGEN, "build", str(proj), "--rebuild", "-j", str(self.jobs)]
+        elf = proj / "build" / f"{proj.name}.elf"
+        if self.reuse and elf.exists():
+            return None, cmdline(cmd)
+        log(f"armgen build --rebuild {proj}")
+        p, dt = run(cmd, check=False)
+        if p.returncode not in (0, 1):
+            raise CommandFailed(cmd, p.returncode, p.stdout, p.stderr)
+        return round(dt, 1), cmdline(cmd)
+
+    def build_elf(self, proj: Path, elf: Path) -> tuple[float | None, str]:
+        cmd = [ARMGEN, "build", str(proj), "--rebuild", "-j", str(self.jobs)]
+        if self.reuse and elf.exists():
+            return None, cmdline(cmd)
+        log(f"armgen build --rebuild {proj}")
+        p, dt = run(cmd, check=False)
+        if p.returncode not in (0, 1):
+            raise CommandFailed(cmd, p.returncode, p.stdout, p.stderr)
+        return round(dt, 1), cmdline(cmd)
+
+    def size(self, proj: Path) -> tuple[dict[str, Any], str]:
+        cmd = [ARMGEN, "size", str(proj), "--json"]
+        p, _ = run(cmd, check=False)
+        if p.returncode not in (0, 1):
+            raise CommandFailed(cmd, p.returncode, p.stdout, p.stderr)
+        return json.loads(p.stdout), cmdline(cmd)
+
+    def run_fw(self, proj: Path) -> tuple[dict[str, Any], str]:
+        cmd = [ARMGEN, "run", str(proj), "--json"]
+        p, _ = run(cmd, check=False, timeout=1800)
+        try:
+            rep = json.loads(p.stdout)
+        except json.JSONDecodeError:
+            raise CommandFailed(cmd, p.returncode, p.stdout, p.stderr) from None
+        rep["_exit_status"] = p.returncode
+        rep["_stderr_tail"] = p.stderr.strip().splitlines()[-1:] if p.stderr.strip() else []
+        return rep, cmdline(cmd)
+
+    def measure_project(self, machine: str, proj: Path, t_new: float | None, new_cmd: str) -> dict[str, Any]:
+        t_build, build_cmd = self.build(proj)
+        size_json, size_cmd = self.size(proj)
+        elf = proj / "build" / f"{proj.name}.elf"
+        mp = proj / "build" / f"{proj.name}.map"
+        comp = component_sizes(elf, MACHINES[machine], mp)
+        runrep, run_cmd = self.run_fw(proj)
+        rep = size_json["report"]
+        pools = {p["name"]: {"reserved": p["reserved"], "used": p["used"]} for p in runrep.get("pools", [])}
+        flash_model = comp["components"].get("model", {}).get("flash", 0)
+        return {
+            "project": str(proj),
+            "flash": rep["flash"],
+            "ram_static": rep["ram"],
+            "components": comp["components"],
+            "components_note": (f"sections {comp['reattributed_sections']} re-attributed from the map (overlapping "
+                                "merged-string lines; see component_sizes())") if comp["reattributed_sections"] else None,
+            "components_armgen_size": rep["components"],
+            "flash_excl_model": rep["flash"] - flash_model,
+            "kernel_flash": kernel_flash(comp["components"]),
+            "sections": comp["sections"],
+            "pools": pools,
+            "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
+            "stack_used": (runrep.get("stack") or {}).get("used"),
+            "ticks": runrep.get("ticks"),
+            "instructions": runrep.get("instructions"),
+            "run_passed": runrep.get("passed"),
+            "run_exit_status": runrep["_exit_status"],
+            "run_findings": [f"{f['severity']}: {f['subject']}: {f['message']}" for f in runrep.get("findings", [])],
+            "max_lsb_diff": runrep.get("max_lsb_diff"),
+            "seconds_new": t_new,
+            "seconds_clean_build": t_build,
+            "commands": {"new": new_cmd, "build": build_cmd, "size": size_cmd, "run": run_cmd},
+        }
+
+    def measure(self, machines: list[str], samples: list[str], previous: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for m in machines:
+            for s in samples:
+                t_new, new_cmd = self.new(m, s)
+                proj = self.project(m, s)
+                e = self.measure_project(m, proj, t_new, new_cmd)
+                prev = previous.get(m, {}).get(s, {})
+                for k in ("seconds_new", "seconds_clean_build"):  # --reuse keeps the last measured times
+                    if e[k] is None:
+                        e[k] = prev.get(k)
+                        e[k + "_note"] = "from an earlier run (--reuse skipped the step)"
+                out.setdefault(m, {})[s] = e
+                log(f"armgen {m} {s}: flash {e['flash']} (excl. model {e['flash_excl_model']}), RAM {e['ram_static']}, "
+                    f"pools {e['pools']}, stack {e['stack_used']}, instr {e['instructions']}, new {e['seconds_new']} s, "
+                    f"build {e['seconds_clean_build']} s, run passed {e['run_passed']}")
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# side-by-side comparisons
+# ---------------------------------------------------------------------------------------------
+#: upstream defaults for the ExecuTorch memory pools (bytes), with where they come from
+UPSTREAM_POOLS = {
+    "bare-metal arm_executor_runner": {
+        "method": 60 * 1024 * 1024, "temp": 0x200000, "stack": None, "heap": None,
+        "source": "examples/arm/executor_runner/arm_executor_runner.cpp ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE "
+                  "(60 MiB); CMakeLists.txt ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE 0x200000 (not Dedicated_Sram)",
+    },
+    "Zephyr mv2-ethosu": {
+        "method": 1572864, "temp": 1572864, "stack": 16384, "heap": 65536,
+        "source": "zephyr/samples/mv2-ethosu/prj.conf (METHOD/TEMP_ALLOCATOR_POOL_SIZE 1572864, MAIN_STACK 16384, HEAP 65536)",
+    },
+    "Zephyr hello-executorch": {
+        "method": 2000, "temp": 2000, "stack": 8192, "heap": 32768,
+        "source": "zephyr/samples/hello-executorch/prj.conf (METHOD/TEMP_ALLOCATOR_POOL_SIZE 2000, MAIN_STACK 8192, HEAP 32768)",
+    },
+}
+#: QEMU machine -> the real boards it stands in for (pool fit is checked on all of them)
+FIT_BOARDS = {"an547": ["qemu_mps3_an547", "corstone_300", "alif_e8_he"], "an386": ["qemu_mps2_an386", "stm32f4_disco"]}
+
+
+def pool_fit(board_name: str, pools: list[int]) -> dict[str, Any]:
+    """Do these pools fit the board? Each pool is one static array, so it must sit in one region
+    that the board lets hold pools; pools are placed largest first, best fit (arithmetic only)."""
+    from armgen.boards import load_board
+
+    b = load_board(board_name)
+    free = {r.name: r.usable for r in b.regions if r.volatile and "pools" in r.uses}
+    placed = []
+    for n in sorted(pools, reverse=True):
+        cands = [k for k, v in free.items() if v >= n]
+        if not cands:
+            return {"fits": False, "largest_pool_region": max(free.values()) if free else 0,
+                    "why": f"a {n} B pool fits no pool region (largest {max(free.values()) if free else 0} B)"}
+        k = min(cands, key=lambda k: free[k])
+        free[k] -= n
+        placed.append((n, k))
+    return {"fits": True, "placement": placed}
+
+
+def compare_pools(armgen_res: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for m, per in armgen_res.items():
+        for s, e in per.items():
+            planned = sum(v["reserved"] for k, v in e["pools"].items() if k.startswith("planned_"))
+            needed_method_pool = planned + e["pools"].get("method", {}).get("used", 0)  # upstream takes planned buffers from the method pool
+            temp_used = e["pools"].get("temp", {}).get("used", 0)
+            armgen_pools = [v["reserved"] for v in e["pools"].values()]
+            rows = {"armgen (exact)": {
+                "pools_reserved": sum(armgen_pools),
+                "ram_reserved": sum(armgen_pools) + (e["stack_reserved"] or 0),
+                "program_loads": True,
+                "fit": {b: pool_fit(b, armgen_pools) for b in FIT_BOARDS[m]},
+            }}
+            for cfg, u in UPSTREAM_POOLS.items():
+                pools = [u["method"], u["temp"]]
+                rows[cfg] = {
+                    "pools_reserved": sum(pools),
+                    "ram_reserved": sum(pools) + (u["stack"] or 0) + (u["heap"] or 0),
+                    "program_loads": u["method"] >= needed_method_pool and u["temp"] >= temp_used,
+                    "fit": {b: pool_fit(b, pools) for b in FIT_BOARDS[m]},
+                    "source": u["source"],
+                }
+            out.setdefault(m, {})[s] = {"method_pool_needed_upstream_style": needed_method_pool, "configs": rows,
+                                        "command": "arithmetic on the board data (armgen.boards.load_board) and the pools armgen run measured"}
+    return out
+
+
+def patch_all_portable(src: Path, dst: Path) -> None:
+    """Copy an armgen project and make it register every portable operator, as upstream Zephyr's
+    default EXECUTORCH_BUILD_PORTABLE_OPS=y does (ExecuTorch's portable_ops_lib, whole-archive, with
+    ExecuTorch's default kernel table); the program's own selective libraries stay."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("build"))
+    cm = dst / "cmake" / "executorch.cmake"
+    t = cm.read_text()
+    t2 = t.replace("set(EXECUTORCH_BUILD_PORTABLE_OPS OFF)", "set(EXECUTORCH_BUILD_PORTABLE_OPS ON)")
+    t2 = re.sub(r"\ngen_selected_max_kernel_num\(.*?\nadd_dependencies\(executorch_core armgen_kernel_table_max_kernel_num_header\)\n",
+                "\n# bench: ExecuTorch's default kernel table (as upstream)\n", t2, flags=re.S)
+    t2 = t2.replace(
+        "list(APPEND ARMGEN_REGISTRATION_LIBS armgen_prim_ops_lib)",
+        "list(APPEND ARMGEN_REGISTRATION_LIBS armgen_prim_ops_lib)\n"
+        "# bench: every portable operator registered (upstream EXECUTORCH_BUILD_PORTABLE_OPS=y)\n"
+        "set_property(TARGET portable_ops_lib PROPERTY INTERFACE_LINK_OPTIONS \"\")\n"
+        "list(APPEND ARMGEN_REGISTRATION_LIBS portable_ops_lib)\n"
+        "list(APPEND ARMGEN_KERNEL_LIBS portable_kernels kernels_util_all_deps)")
+    if t2 == t or "portable_ops_lib" not in t2 or "EXECUTORCH_BUILD_PORTABLE_OPS ON" not in t2:
+        raise SystemExit(f"bench: could not patch {cm} for the all-portable-ops build (template changed?)")
+    cm.write_text(t2)
+
+
+def project_files(proj: Path) -> tuple[Path, Path]:
+    import tomllib
+
+    rec = tomllib.loads((proj / "armgen.toml").read_text())
+    return proj / rec["elf"], proj / rec["map"]
+
+
+class Compare:
+    def __init__(self, ag: Armgen, cache: Path):
+        self.ag = ag
+        self.cache = cache
+
+    def all_portable(self, machine: str, sample: str, base: dict[str, Any]) -> dict[str, Any]:
+        src = self.ag.project(machine, sample)
+        dst = self.ag.project(machine, f"{sample}-allportable")
+        if not (self.ag.reuse and (dst / "build").exists()):
+            patch_all_portable(src, dst)
+        e = self.measure_variant(machine, dst, None, f"copy of {src} patched by bench.patch_all_portable()")
+        ratio = e["kernel_flash"] / base["kernel_flash"] if base["kernel_flash"] else None
+        return {"selective": {k: base[k] for k in ("flash", "flash_excl_model", "kernel_flash", "ram_static")},
+                "all_portable": e, "kernel_flash_ratio": ratio,
+                "flash_ratio": e["flash"] / base["flash"], "opt_level": "-O2 (armgen's Release default)"}
+
+    def measure_variant(self, machine: str, proj: Path, t_new: float | None, new_cmd: str) -> dict[str, Any]:
+        elf, mp = project_files(proj)
+        t_build, build_cmd = self.ag.build_elf(proj, elf)
+        size_json, size_cmd = self.ag.size(proj)
+        comp = component_sizes(elf, MACHINES[machine], mp)
+        runrep, run_cmd = self.ag.run_fw(proj)
+        rep = size_json["report"]
+        return {
+            "project": str(proj),
+            "flash": rep["flash"], "ram_static": rep["ram"], "components": comp["components"],
+            "flash_excl_model": rep["flash"] - comp["components"].get("model", {}).get("flash", 0),
+            "kernel_flash": kernel_flash(comp["components"]),
+            "pools": {p["name"]: {"reserved": p["reserved"], "used": p["used"]} for p in runrep.get("pools", [])},
+            "ticks": runrep.get("ticks"), "instructions": runrep.get("instructions"),
+            "run_passed": runrep.get("passed"), "run_exit_status": runrep["_exit_status"],
+            "run_findings": [f"{f['severity']}: {f['subject']}: {f['message']}" for f in runrep.get("findings", [])],
+            "seconds_new": t_new, "seconds_clean_build": t_build,
+            "commands": {"new": new_cmd, "build": build_cmd, "size": size_cmd, "run": run_cmd},
+        }
+
+    def portable_lowering(self, machine: str, sample: str, base: dict[str, Any]) -> dict[str, Any]:
+        from armgen.boards import load_board
+
+        cpu = load_board(MACHINES[machine]).cpu.et_target
+        name = f"{sample}_portable"
+        pdir = self.cache / "pte" / machine
+        pte = pdir / f"{name}.pte"
+        ccmd = [PYTHON, str(HERE / "portable_lowering.py"), sample, cpu, str(pdir), name]
+        t_c = None
+        if not (self.ag.reuse and pte.exists()):
+            log(f"compiling {sample} for {cpu} without the Cortex-M passes")
+            p, t_c = run(ccmd)
+        proj_parent = self.ag.cache / machine
+        ncmd = [ARMGEN, "new", name, "--model", str(pte), "--board", MACHINES[machine], "--out", str(proj_parent), "--force"]
+        t_new = None
+        if not (self.ag.reuse and (proj_parent / name / "armgen.toml").exists()):
+            _, t_new = run(ncmd)
+        e = self.measure_variant(machine, proj_parent / name, t_new, cmdline(ncmd))
+        e["commands"]["compile"] = cmdline(ccmd)
+        e["seconds_compile"] = t_c
+        return {
+            "cmsis_nn": {k: base[k] for k in ("flash", "flash_excl_model", "kernel_flash", "instructions", "ram_static")},
+            "portable": e,
+            "instruction_ratio": (e["instructions"] / base["instructions"]) if e["instructions"] and base["instructions"] else None,
+            "flash_ratio": e["flash"] / base["flash"],
+            "flash_excl_model_ratio": e["flash_excl_model"] / base["flash_excl_model"],
+        }
+
+    def vela(self, samples: list[str]) -> dict[str, Any]:
+        from armgen.boards import load_board
+
+        out: dict[str, Any] = {}
+        for acc, board in (("ethos-u55-128", "alif_e8_he"), ("ethos-u55-256", "alif_e8_hp"), ("ethos-u85-256", "corstone_320")):
+            npu = load_board(board).npu
+            for s in samples:
+                d = self.cache / "vela" / acc
+                cmd = [ARMGEN, "compile", s, "-t", acc, "--system-config", npu.vela_system_config,
+                       "--memory-mode", npu.vela_memory_mode, "--name", f"{s}", "-o", str(d), "--json"]
+                rp = d / f"{s}.report.json"
+                if not (self.ag.reuse and rp.exists()):
+                    log(f"armgen compile {s} -t {acc} ({npu.vela_system_config}, {npu.vela_memory_mode})")
+                    run(cmd)
+                rep = json.loads(rp.read_text())
+                vel = [v for dlg in rep.get("delegates", []) for v in ([dlg.get("vela")] if isinstance(dlg.get("vela"), dict) else dlg.get("vela") or [])]
+                if not vel:
+                    vel = rep.get("vela") or []
+                out.setdefault(acc, {})[s] = {
+                    "board": board, "system_config": npu.vela_system_config, "memory_mode": npu.vela_memory_mode,
+                    "vela": vel, "pte_size": rep.get("pte_size"), "planned_buffers": rep.get("planned_buffers"),
+                    "delegates": rep.get("delegates"), "command": cmdline(cmd),
+                }
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
 # main
 # ---------------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -393,6 +764,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("ARMGEN_BENCH_CACHE", Path.home() / ".cache/armgen-bench")))
     ap.add_argument("--out", type=Path, default=HERE, help="where results.{json,md,svg} go")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep existing armgen projects/ELFs in the cache (times of skipped steps come from results.json)")
+    ap.add_argument("--compare", default="pools,allportable,portable,vela",
+                    help="comparisons to run: pools, allportable, portable, vela")
+    ap.add_argument("--allportable-machines", default="an547", help="machines for the all-portable-ops build (slow)")
     ap.add_argument("--report-only", action="store_true", help="only regenerate results.md and the plot from results.json")
     return ap.parse_args(argv)
 
@@ -408,13 +784,19 @@ def main(argv: list[str] | None = None) -> int:
         if m not in MACHINES:
             raise SystemExit(f"bench: unknown machine {m!r} (an547, an386)")
     a.cache.mkdir(parents=True, exist_ok=True)
+    a.out.mkdir(parents=True, exist_ok=True)
     res_path = a.out / "results.json"
     results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() else {}
+
+    def save() -> None:
+        res_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+
     if not a.report_only:
         results["meta"] = {
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "benchmarks/run " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "jobs": a.jobs},
+            "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "jobs": a.jobs,
+                     "load_average_at_start": os.getloadavg()[0]},
             "tools": tool_versions(),
         }
         if not a.skip_tflm:
@@ -423,7 +805,37 @@ def main(argv: list[str] | None = None) -> int:
             key = "tflm" if a.tflm_libc == "nano" else "tflm_full_newlib"
             for m, per in got.items():
                 results.setdefault(key, {}).setdefault(m, {}).update(per)
-        res_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+            save()
+        ag = Armgen(a.cache, a.jobs, a.reuse)
+        if not a.skip_armgen:
+            got = ag.measure(machines, samples, results.get("armgen", {}))
+            for m, per in got.items():
+                results.setdefault("armgen", {}).setdefault(m, {}).update(per)
+            save()
+        if not a.skip_compare:
+            which = set(a.compare.split(","))
+            cmp_ = Compare(ag, a.cache)
+            c = results.setdefault("compare", {})
+            if "pools" in which and results.get("armgen"):
+                c["pools"] = compare_pools(results["armgen"])
+                save()
+            for m in machines:
+                base = results.get("armgen", {}).get(m, {}).get("kws")
+                if base is None:
+                    continue
+                if "allportable" in which and m in a.allportable_machines.split(","):
+                    c.setdefault("all_portable", {})[m] = {"kws": cmp_.all_portable(m, "kws", base)}
+                    save()
+                if "portable" in which:
+                    c.setdefault("portable_lowering", {})[m] = {"kws": cmp_.portable_lowering(m, "kws", base)}
+                    save()
+            if "vela" in which:
+                c["vela"] = cmp_.vela([x for x in ("kws", "vww") if x in samples] or ["kws", "vww"])
+                save()
+    from report import write_report
+
+    write_report(results, a.out)
+    log(f"wrote {res_path}, {a.out / 'results.md'}, {a.out / 'results.svg'}")
     return 0
 
 

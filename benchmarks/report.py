@@ -1,0 +1,327 @@
+"""Render benchmarks/results.json as results.md (tables, targets) and results.svg (flash and RAM plot).
+
+Called by bench.py at the end of every run (and by `benchmarks/run --report-only`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+SAMPLES = ("kws", "vww", "ic", "ad")
+MACHINES = {"an547": "qemu_mps3_an547 (Cortex-M55)", "an386": "qemu_mps2_an386 (Cortex-M4)"}
+KIB = 1024
+
+
+def n(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    return f"{v:,}"
+
+
+def ratio(a: Any, b: Any) -> str:
+    return f"{a / b:.2f}" if a and b else "–"
+
+
+def table(head: list[str], rows: list[list[Any]], align: str | None = None) -> str:
+    align = align or ("l" + "r" * (len(head) - 1))
+    sep = ["---:" if c == "r" else "---" for c in align]
+    out = ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def comp(e: dict[str, Any], *keys: str) -> int:
+    return sum(e.get("components", {}).get(k, {}).get("flash", 0) for k in keys)
+
+
+def _get(res: dict[str, Any], part: str, m: str, s: str) -> dict[str, Any] | None:
+    return res.get(part, {}).get(m, {}).get(s)
+
+
+def targets(res: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(target, measured, verdict) rows."""
+    rows: list[tuple[str, str, str]] = []
+    ag = _get(res, "armgen", "an547", "kws")
+    tf = _get(res, "tflm", "an547", "kws")
+
+    def verdict(ok: bool | None) -> str:
+        return "–" if ok is None else ("met" if ok else "**missed**")
+
+    if ag:
+        ok = ag["ram_static"] <= 36 * KIB and (tf is None or ag["ram_static"] <= tf["ram_static"])
+        rows.append((
+            "Whole-firmware static RAM for kws on M55 <= 36 KiB (36,864 B) and <= TFLM's",
+            f"{n(ag['ram_static'])} B (TFLM {n(tf['ram_static']) if tf else '–'} B)", verdict(ok)))
+        rows.append((
+            "Flash excluding the model <= 48 KiB (49,152 B) for kws on M55",
+            f"{n(ag['flash_excl_model'])} B", verdict(ag["flash_excl_model"] <= 48 * KIB)))
+    for m in ("an547", "an386"):
+        cells, oks = [], []
+        for s in SAMPLES:
+            a, t = _get(res, "armgen", m, s), _get(res, "tflm", m, s)
+            if a and t and a.get("instructions") and t.get("instructions"):
+                cells.append(f"{s} {n(a['instructions'])} vs {n(t['instructions'])} ({a['instructions'] / t['instructions']:.2f}x)")
+                oks.append(a["instructions"] <= t["instructions"])
+        if cells:
+            rows.append((f"Instructions per inference <= TFLM's on {MACHINES[m]}", "; ".join(cells),
+                         verdict(all(oks)) + ("" if all(oks) else f" ({oks.count(False)} of {len(oks)})")))
+    if ag:
+        rc = comp(ag, "runtime_core")
+        rows.append(("ExecuTorch runtime core flash (no kernels, no model) <= 20 KiB (20,480 B), kws M55",
+                     f"{n(rc)} B", verdict(rc <= 20 * KIB)))
+    pool_cells, pool_ok = [], []
+    for m in ("an547", "an386"):
+        for s in SAMPLES:
+            a = _get(res, "armgen", m, s)
+            if not a or not a.get("pools"):
+                continue
+            planned_unused = sum(v["reserved"] - v["used"] for k, v in a["pools"].items() if k.startswith("planned_"))
+            meth = a["pools"].get("method")
+            slack = meth["reserved"] - meth["used"] if meth else None
+            pool_ok.append(planned_unused == 0 and slack is not None and 0 <= slack <= KIB)
+            pool_cells.append(f"{s}/{m}: planned unused {planned_unused} B, method slack {n(slack)} B")
+    if pool_cells:
+        rows.append(("Planned-buffer pools 0 B unused; method-allocator pool within 1 KiB of use",
+                     "; ".join(pool_cells), verdict(all(pool_ok))))
+    ap = res.get("compare", {}).get("all_portable", {})
+    for m, per in ap.items():
+        c = per.get("kws")
+        if c and c.get("kernel_flash_ratio"):
+            rows.append((f"Selective build >= 10x smaller in kernel flash than all portable operators (kws, {m})",
+                         f"{n(c['selective']['kernel_flash'])} B vs {n(c['all_portable']['kernel_flash'])} B "
+                         f"= {c['kernel_flash_ratio']:.1f}x", verdict(c["kernel_flash_ratio"] >= 10)))
+    pl = res.get("compare", {}).get("portable_lowering", {})
+    for m, per in pl.items():
+        c = per.get("kws")
+        if c and c.get("instruction_ratio"):
+            rows.append((f"CMSIS-NN >= 3x fewer instructions than the portable lowering (kws, {m})",
+                         f"{n(c['cmsis_nn']['instructions'])} vs {n(c['portable']['instructions'])} "
+                         f"= {c['instruction_ratio']:.1f}x", verdict(c["instruction_ratio"] >= 3)))
+    if tf:
+        rows.append(("Reproduce the hand-made TFLM kws/M55 build (130,586 B flash with newlib 29,091 B; "
+                     "arena 27,352 B; 58,150 ticks)",
+                     f"flash {n(tf['flash'])} B (libc {n(comp(tf, 'libc'))} B: nano, no printf), CMSIS-NN "
+                     f"{n(comp(tf, 'cmsis_nn'))} B, runtime {n(comp(tf, 'tflm_runtime'))} B, arena used "
+                     f"{n(tf['arena_used'])} B, {n(tf['ticks'])} ticks", "reproduced"))
+    return rows
+
+
+def write_md(res: dict[str, Any], out: Path) -> None:
+    meta = res.get("meta", {})
+    tools = meta.get("tools", {})
+    L: list[str] = []
+    L.append("# armgen benchmarks: MLPerf Tiny samples on QEMU, side by side with upstream defaults and TFLite Micro\n")
+    L.append(f"Generated by `{meta.get('command', 'benchmarks/run')}` on {meta.get('date', '?')} "
+             "(every figure's producing command is in `results.json`). Instruction counts are from "
+             "`qemu-system-arm -icount shift=0` with SysTick read around one inference: exact and repeatable, "
+             "but instruction counts, not silicon cycles. Static RAM = `.data` + `.bss` + pools/arena + stack + heap "
+             "as linked (armgen size); both stacks are reserved at 8 KiB.\n")
+    L.append("Tools: " + ", ".join(f"{k} `{v}`" for k, v in tools.items()
+                                  if k not in ("workspace_commits", "workspace") and v) + ".")
+    wc = tools.get("workspace_commits") or {}
+    if wc:
+        L.append("Sources (workspace " + f"`{tools.get('workspace')}`): " + ", ".join(f"{k} `{(v or '–')[:12]}`" for k, v in wc.items()) + ".\n")
+
+    # main table
+    L.append("## Main table: armgen vs TFLite Micro (same QEMU machine, int8, CMSIS-NN)\n")
+    rows = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            a, t = _get(res, "armgen", m, s), _get(res, "tflm", m, s)
+            if not a and not t:
+                continue
+            a = a or {}
+            t = t or {}
+            pools = a.get("pools", {})
+            planned = [v for k, v in pools.items() if k.startswith("planned_")]
+            rows.append([
+                f"{s} / {m}",
+                n(a.get("flash")), n(t.get("flash")),
+                n(a.get("flash_excl_model")), n(t.get("flash_excl_model")),
+                n(a.get("ram_static")), n(t.get("ram_static")),
+                (f"{n(sum(p['reserved'] for p in planned))} / {n(sum(p['used'] for p in planned))}" if planned else "–"),
+                (f"{n(pools['method']['reserved'])} / {n(pools['method']['used'])}" if "method" in pools else "–"),
+                (f"{n(t['arena_reserved'])} / {n(t['arena_used'])}" if t.get("arena_reserved") else "–"),
+                f"{n(a.get('stack_used'))} / {n(t.get('stack_used'))}",
+                n(a.get("instructions")), n(t.get("instructions")),
+                ratio(a.get("instructions"), t.get("instructions")),
+            ])
+    L.append(table(["sample / machine", "flash armgen", "flash TFLM", "flash excl. model armgen", "excl. model TFLM",
+                    "static RAM armgen", "static RAM TFLM", "planned pools reserved / used", "method pool reserved / used",
+                    "TFLM arena reserved / used", "stack high-water armgen / TFLM", "instructions armgen",
+                    "instructions TFLM", "instr. armgen/TFLM"], rows))
+    L.append("\nAll sizes in bytes. armgen's model is the `.pte`; TFLM's is the `.tflite` (both trained MLPerf Tiny "
+             "weights; armgen quantizes the float reference model itself with PT2E, TFLM runs the int8 reference file).\n")
+
+    # flash components
+    L.append("## Flash by component\n")
+    rows = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            a = _get(res, "armgen", m, s)
+            if a:
+                rows.append([f"{s} / {m}", "armgen", n(comp(a, "runtime_core")), n(comp(a, "kernel_registration")),
+                             n(comp(a, "cortex_m_kernels", "portable_kernels", "quantized_kernels")),
+                             n(comp(a, "cmsis_nn")), n(comp(a, "model")), n(comp(a, "app")), n(comp(a, "libc")),
+                             n(comp(a, "other_libraries", "unattributed")), n(a["flash"])])
+            t = _get(res, "tflm", m, s)
+            if t:
+                rows.append([f"{s} / {m}", "TFLM", n(comp(t, "tflm_runtime")), "(in runtime)",
+                             n(comp(t, "tflm_kernels")), n(comp(t, "cmsis_nn")), n(comp(t, "model")),
+                             n(comp(t, "app")), n(comp(t, "libc")), n(comp(t, "other_libraries", "unattributed")),
+                             n(t["flash"])])
+    L.append(table(["sample / machine", "build", "runtime core", "registration", "kernels (non-CMSIS-NN)", "CMSIS-NN",
+                    "model", "app + start-up", "libc/libgcc", "other", "total"], rows, "llrrrrrrrrr"))
+    L.append("\nComponents from the linker map (armgen.size rules; TFLM adds rules for its runtime and kernel "
+             "archives). ExecuTorch's `kernels_util_all_deps` counts as kernels.\n")
+
+    # times
+    L.append("## Wall time (2 shared cores, other jobs running: indicative only)\n")
+    rows = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            a = _get(res, "armgen", m, s)
+            t = _get(res, "tflm", m, s)
+            if a or t:
+                rows.append([f"{s} / {m}", n((a or {}).get("seconds_new")), n((a or {}).get("seconds_clean_build")),
+                             n((t or {}).get("clean_build_seconds_all_models"))])
+    L.append(table(["sample / machine", "`armgen new` s", "clean `armgen build` s", "TFLM clean build s (all 4 runners of the machine)"], rows))
+    L.append(f"\nLoad average when the run started: {n(meta.get('host', {}).get('load_average_at_start'))}.\n")
+
+    cmpres = res.get("compare", {})
+    ap = cmpres.get("all_portable", {})
+    if ap:
+        L.append("## Selective registration vs all portable operators (upstream `EXECUTORCH_BUILD_PORTABLE_OPS=y`)\n")
+        rows = []
+        for m, per in ap.items():
+            c = per["kws"]
+            rows.append([f"kws / {m}", n(c["selective"]["kernel_flash"]), n(c["all_portable"]["kernel_flash"]),
+                         f"{c['kernel_flash_ratio']:.1f}x", n(c["selective"]["flash"]), n(c["all_portable"]["flash"]),
+                         f"{c['flash_ratio']:.2f}x", n(c["selective"]["ram_static"]), n(c["all_portable"]["ram_static"])])
+        L.append(table(["sample", "kernel flash selective", "kernel flash all portable", "ratio", "flash selective",
+                        "flash all portable", "ratio", "static RAM selective", "static RAM all portable"], rows))
+        L.append("\nBoth at -O2 (armgen's default; GCC 12.2 cannot assemble the portable `op_remainder.cpp` at -Os for "
+                 "cortex-m55). Kernel flash = registration + portable + quantized + cortex_m kernels + CMSIS-NN. "
+                 "The all-portable build also has ExecuTorch's default kernel table (2000 slots) instead of one sized "
+                 "from the program.\n")
+
+    pl = cmpres.get("pools", {})
+    if pl:
+        L.append("## Exact pools vs upstream defaults (arithmetic on the board data, no build)\n")
+        rows = []
+        for m, per in pl.items():
+            for s, c in per.items():
+                for cfg, r in c["configs"].items():
+                    fits = ", ".join(f"{b}: {'yes' if f['fits'] else 'NO'}" for b, f in r["fit"].items())
+                    rows.append([f"{s} / {m}", cfg, n(r["pools_reserved"]), n(r["ram_reserved"]),
+                                 "yes" if r["program_loads"] else f"NO (needs {n(c['method_pool_needed_upstream_style'])} B method pool)",
+                                 fits])
+        L.append(table(["sample / machine", "pool configuration", "pools reserved", "RAM reserved (pools + stack + heap)",
+                        "enough for the program", "pools fit the board"], rows, "llrrll"))
+        L.append("\nUpstream runners take the planned buffers from the method pool, so the program needs "
+                 "planned + method-allocator bytes there. A pool is one static array: it must fit one region that may "
+                 "hold pools (QEMU an547 has 256 MiB of DDR, so even 60 MiB fits there; the real Corstone-300/Alif E8/"
+                 "STM32F4 maps do not).\n")
+
+    pr = cmpres.get("portable_lowering", {})
+    if pr:
+        L.append("## CMSIS-NN lowering vs the same program without the Cortex-M passes (portable kernels)\n")
+        rows = []
+        for m, per in pr.items():
+            c = per["kws"]
+            p = c["portable"]
+            rows.append([f"kws / {m}", n(c["cmsis_nn"]["instructions"]), n(p["instructions"]),
+                         f"{c['instruction_ratio']:.1f}x" if c.get("instruction_ratio") else "–",
+                         n(c["cmsis_nn"]["flash"]), n(p["flash"]), f"{c['flash_ratio']:.2f}x",
+                         n(c["cmsis_nn"]["flash_excl_model"]), n(p["flash_excl_model"]), f"{c['flash_excl_model_ratio']:.2f}x",
+                         n(c["cmsis_nn"]["ram_static"]), n(p["ram_static"])])
+        L.append(table(["sample", "instr. CMSIS-NN", "instr. portable", "ratio", "flash CMSIS-NN", "flash portable", "ratio",
+                        "excl. model CMSIS-NN", "excl. model portable", "ratio", "RAM CMSIS-NN", "RAM portable"], rows))
+        for m, per in pr.items():
+            f = per["kws"]["portable"].get("run_findings") or []
+            errs = [x for x in f if x.startswith("error")]
+            if errs:
+                L.append(f"\nPortable build on {m}: `armgen run` reported: " + "; ".join(errs))
+        L.append("\nSame PT2E quantization; `benchmarks/portable_lowering.py` runs armgen's compile stage with the "
+                 "Cortex-M pass manager left out (quantize/dequantize around float ATen operators).\n")
+
+    ve = cmpres.get("vela", {})
+    if ve:
+        L.append("## Ethos-U: Vela estimates (`armgen compile -t <npu>` with each board's system config)\n")
+        rows = []
+        for acc, per in ve.items():
+            for s, c in per.items():
+                for v in c["vela"] or [{}]:
+                    rows.append([acc, s, c["board"], c["system_config"], c["memory_mode"], n(v.get("cycles")),
+                                 n(v.get("sram_bytes")), n(v.get("flash_bytes")), n(c.get("pte_size"))])
+        L.append(table(["NPU", "sample", "board", "system config", "memory mode", "NPU cycles (Vela)", "SRAM B (Vela)",
+                        "flash B (Vela)", ".pte B"], rows, "lllllrrrr"))
+        L.append("\nVela's own estimates (no NPU model in QEMU; nothing here ran on an NPU).\n")
+
+    L.append("## Targets from issue 8\n")
+    L.append(table(["target", "measured", "verdict"], [list(r) for r in targets(res)], "lll"))
+
+    notes = res.get("notes") or []
+    findings = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            a = _get(res, "armgen", m, s)
+            if a and a.get("run_passed") is False:
+                errs = [x for x in a.get("run_findings", []) if x.startswith("error")]
+                findings.append(f"`armgen run` on {s}/{m} exited {a.get('run_exit_status')}: " + "; ".join(errs))
+            if a and a.get("components_note"):
+                findings.append(f"{s}/{m}: {a['components_note']}")
+            t = _get(res, "tflm", m, s)
+            if t and t.get("max_abs_diff_vs_litert"):
+                findings.append(f"TFLM {s}/{m}: outputs differ from LiteRT on the host by up to {t['max_abs_diff_vs_litert']} LSB")
+    if findings or notes:
+        L.append("\n## Findings and notes\n")
+        L += [f"- {x}" for x in findings + list(notes)]
+    L.append("")
+    (out / "results.md").write_text("\n".join(L) + "\n")
+
+
+def write_svg(res: dict[str, Any], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    matplotlib.rcParams["svg.hashsalt"] = "armgen-bench"
+    labels, af, tf_, ar, tr = [], [], [], [], []
+    for m in MACHINES:
+        for s in SAMPLES:
+            a, t = _get(res, "armgen", m, s), _get(res, "tflm", m, s)
+            if not a and not t:
+                continue
+            labels.append(f"{s}\n{m}")
+            af.append((a or {}).get("flash", 0) / KIB)
+            tf_.append((t or {}).get("flash", 0) / KIB)
+            ar.append((a or {}).get("ram_static", 0) / KIB)
+            tr.append((t or {}).get("ram_static", 0) / KIB)
+    if not labels:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    x = list(range(len(labels)))
+    w = 0.38
+    for ax, (a_, t_), title in ((axes[0], (af, tf_), "Flash (KiB)"), (axes[1], (ar, tr), "Static RAM (KiB)")):
+        b1 = ax.bar([i - w / 2 for i in x], a_, w, label="armgen (ExecuTorch + CMSIS-NN)", color="#1f77b4")
+        b2 = ax.bar([i + w / 2 for i in x], t_, w, label="TFLite Micro + CMSIS-NN", color="#ff7f0e")
+        ax.bar_label(b1, fmt="%.0f", fontsize=7)
+        ax.bar_label(b2, fmt="%.0f", fontsize=7)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("MLPerf Tiny samples on QEMU (an547: Cortex-M55, an386: Cortex-M4)")
+    fig.tight_layout()
+    fig.savefig(out / "results.svg", format="svg", metadata={"Date": None, "Creator": "armgen benchmarks"})
+    plt.close(fig)
+
+
+def write_report(res: dict[str, Any], out: Path) -> None:
+    write_md(res, out)
+    write_svg(res, out)
