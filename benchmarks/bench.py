@@ -198,9 +198,42 @@ def tflm_size_rules():
     )
 
 
+#: flatbuffers as TFLM main's flatbuffers_download.sh fetches it (tag v25.9.23 = this commit), with TFLM's
+#: tensorflow/lite/micro/tools/make/flatbuffers.patch applied; not a project of modules/west.yml (ExecuTorch
+#: pins flatbuffers v24.3.25 and TFLM's schema_generated.h asserts 25.9.23).
+FLATBUFFERS_TFLM_COMMIT = "187240970746d00bbd26b0f5873ed54d2477f9f3"
+
+
+def ensure_flatbuffers_tflm(ws: Path) -> Path:
+    """Check out flatbuffers v25.9.23 (headers) into <ws>/modules/lib/flatbuffers-tflm, patched as TFLM does.
+
+    The URL comes from the workspace's mirror template (.armgen/workspace.json), else GitHub.
+    """
+    dst = ws / "modules/lib/flatbuffers-tflm"
+    if (dst / "include/flatbuffers/flatbuffers.h").exists():
+        return dst
+    url = "https://github.com/google/flatbuffers"
+    try:
+        tmpl = json.loads((ws / ".armgen/workspace.json").read_text()).get("mirror")
+        if tmpl:
+            url = tmpl.format(owner="google", name="flatbuffers")
+    except (OSError, ValueError, KeyError):
+        pass
+    log(f"checking out flatbuffers {FLATBUFFERS_TFLM_COMMIT[:12]} for TFLM from {url}")
+    run(["git", "-c", "protocol.file.allow=always", "clone", "-q", "--filter=blob:none", "--no-checkout",
+         "--upload-pack=git -c uploadpack.allowFilter=true upload-pack", url, str(dst)])
+    run(["git", "-C", str(dst), "sparse-checkout", "set", "--no-cone", "/include/", "/LICENSE"])
+    run(["git", "-C", str(dst), "checkout", "-q", FLATBUFFERS_TFLM_COMMIT])
+    run(["git", "-C", str(dst), "apply",
+         str(ws / "modules/lib/tflite-micro/tensorflow/lite/micro/tools/make/flatbuffers.patch")])
+    return dst
+
+
 class Tflm:
     def __init__(self, cache: Path, jobs: int, libc: str = "nano"):
         ws = workspace_dir()
+        if (ws / "modules/lib/tflite-micro").is_dir():
+            ensure_flatbuffers_tflm(ws)
         self.roots = {
             "TFLM_ROOT": ws / "modules/lib/tflite-micro",
             "CMSIS_NN_ROOT": ws / "modules/lib/cmsis-nn",
@@ -213,7 +246,7 @@ class Tflm:
             raise SystemExit(
                 "bench: TFLM sources missing: " + ", ".join(missing)
                 + "\n  run: armgen workspace init --benchmarks --revision tflite-micro=main"
-                + " (and see benchmarks/README.md for flatbuffers-tflm)"
+
             )
         self.cache = cache / f"tflm-{libc}"
         self.jobs = jobs
@@ -436,6 +469,22 @@ def component_sizes(elf: Path, board_name: str, map_path: Path, rules=None) -> d
     }
 
 
+def libc_members(map_path: Path) -> list[str]:
+    """Which newlib/libgcc members the link pulled in and who asked ("member <- object (symbol)"), from
+    the map's "Archive member included to satisfy reference by file (symbol)" block."""
+    out: list[str] = []
+    lines = map_path.read_text(errors="replace").splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Discarded input sections") or line.startswith("Memory Configuration"):
+            break
+        m = re.match(r"^\S*/(lib(?:c|c_nano|m|g|g_nano|stdc\+\+_nano|supc\+\+_nano)\.a)\((.*?)\)$", line)
+        if m and i + 1 < len(lines):
+            by = re.match(r"^\s+(\S+)\s+\((.*)\)$", lines[i + 1])
+            if by:
+                out.append(f"{m.group(1)}({m.group(2)}) <- {Path(by.group(1)).name} ({by.group(2)})")
+    return out
+
+
 KERNEL_COMPONENTS = ("kernel_registration", "portable_kernels", "quantized_kernels", "cortex_m_kernels", "cmsis_nn")
 
 
@@ -525,6 +574,7 @@ class Armgen:
             "flash_excl_model": rep["flash"] - flash_model,
             "kernel_flash": kernel_flash(comp["components"]),
             "sections": comp["sections"],
+            "libc_members": libc_members(mp),
             "pools": pools,
             "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
             "stack_used": (runrep.get("stack") or {}).get("used"),

@@ -274,7 +274,15 @@ def write_md(res: dict[str, Any], out: Path) -> None:
                 findings.append(f"`armgen run` on {s}/{m} exited {a.get('run_exit_status')}: " + "; ".join(errs))
             if a and a.get("components_note"):
                 findings.append(f"{s}/{m}: {a['components_note']}")
+            if a and a.get("libc_members") and m == "an547" and s == "kws":
+                heavy = [x for x in a["libc_members"] if any(k in x for k in ("(snprintf)", "(malloc)", "printf"))]
+                if heavy:
+                    findings.append("armgen kws/an547 links newlib-nano's formatted output and allocator although nothing "
+                                    "prints or allocates at run time: " + "; ".join(f"`{x}`" for x in heavy))
             t = _get(res, "tflm", m, s)
+            if t and t.get("arena_reserved") and t.get("arena_used") and t["arena_reserved"] - t["arena_used"] > 16:
+                findings.append(f"TFLM {s}/{m}: `arena_used_bytes()` reports {n(t['arena_used'])} B but the smallest arena "
+                                f"that works is {n(t['arena_reserved'])} B (AllocateTensors needs the difference transiently)")
             if t and t.get("max_abs_diff_vs_litert"):
                 findings.append(f"TFLM {s}/{m}: outputs differ from LiteRT on the host by up to {t['max_abs_diff_vs_litert']} LSB")
     if findings or notes:
