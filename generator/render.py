@@ -167,6 +167,7 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
         raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
 
     tmp = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.armgen-", dir=out_dir))
+    moved_build = False
     try:
         for rel, data in rendered.files.items():
             path = tmp / rel
@@ -184,6 +185,7 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
             build = dest / "build"
             if build.is_dir() and not build.is_symlink():
                 os.rename(build, tmp / "build")
+                moved_build = True
             trash = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.old-", dir=out_dir))
             os.rename(dest, trash / rendered.name)
             try:
@@ -194,11 +196,12 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.rename(tmp, dest)
-    except OSError as exc:
+    except BaseException as exc:
+        if moved_build and (tmp / "build").is_dir() and dest.is_dir() and not (dest / "build").exists():
+            os.rename(tmp / "build", dest / "build")  # never lose the user's build tree
         shutil.rmtree(tmp, ignore_errors=True)
-        raise ProjectError(f"cannot write project {dest}: {exc}") from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise ProjectError(f"cannot write project {dest}: {exc}") from exc
         raise
     return dest
 

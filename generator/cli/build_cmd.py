@@ -26,25 +26,37 @@ def build_cmd(ctx: click.Context, project: Path, workspace: Path | None, rebuild
     """
     from armgen.build import build_project
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("configure", total=None)
+    if err_console.is_terminal:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("configure", total=None)
+
+            def progress(phase: str, done: int, total: int, detail: str) -> None:
+                if phase == "compile":
+                    bar.update(task, description=f"compile {done}/{total}", completed=done, total=total)
+                else:
+                    bar.update(task, description=phase, completed=done, total=total or None)
+
+            result = build_project(project, workspace=workspace, jobs=jobs, progress=progress, rebuild=rebuild)
+    else:
+        seen: set[str] = set()
 
         def progress(phase: str, done: int, total: int, detail: str) -> None:
-            if phase == "compile":
-                bar.update(task, description=f"compile {done}/{total}", completed=done, total=total)
-            elif phase == "link":
-                bar.update(task, description="link", completed=done, total=total)
-            elif phase == "configure":
-                bar.update(task, description="configure")
-            elif phase == "size":
-                bar.update(task, description="size")
+            # Plain lines for logs: each phase once, compile every 10 %.
+            if phase == "compile" and total:
+                key = f"compile {min(10, done * 10 // total)}"
+                line = f"compile {done}/{total}"
+            else:
+                key = line = phase
+            if key not in seen:
+                seen.add(key)
+                err_console.print(line, highlight=False)
 
         result = build_project(project, workspace=workspace, jobs=jobs, progress=progress, rebuild=rebuild)
 
