@@ -79,7 +79,8 @@ class BuildResult:
         steps: Ninja edges run (0 when already up to date). compiled: translation units compiled.
         log: the full tool log. size: the size stage's report (None when armgen.size is absent or
             was skipped). violations: budget violations (empty when within budget).
-        workspace: the workspace root used.
+        workspace: the workspace root used. warnings: e.g. a workspace ExecuTorch version that
+            differs from the one the program was made with (same file identifier).
     """
 
     project: ProjectRecord
@@ -92,6 +93,7 @@ class BuildResult:
     workspace: Path
     size: Any = None
     violations: tuple[Any, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def load_project(project: Path | str | None = None) -> ProjectRecord:
@@ -187,6 +189,54 @@ def resolve_workspace(explicit: Path | str | None = None, *, ethos_u: bool = Fal
     return root
 
 
+def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, ...]:
+    """Check the project's program against the workspace's runtime.
+
+    The ``.pte``'s flatbuffer file identifier (``ET12`` today) must be the one the runtime's
+    ``schema/program.fbs`` declares, or ``Program::load`` fails (executorch issue 2533). A different
+    ExecuTorch version with the same identifier only earns a warning.
+
+    Returns:
+        warnings (tuple of one-line strings).
+
+    Raises:
+        WorkspaceError: the identifiers differ.
+    """
+    model = record.data.get("model", {})
+    report_path = record.root / str(model.get("report", f"model/{record.name}.report.json"))
+    try:
+        import json
+
+        data = json.loads(report_path.read_text())
+        pte_id, pte_version = str(data["file_identifier"]), str(data.get("executorch_version", ""))
+    except (OSError, ValueError, KeyError):
+        return (f"cannot read {report_path}; the program's file identifier was not checked",)
+    fbs = ws / "modules" / "lib" / "executorch" / "schema" / "program.fbs"
+    version_txt = ws / "modules" / "lib" / "executorch" / "version.txt"
+    try:
+        m = re.search(r'^\s*file_identifier\s+"([^"]{4})"\s*;', fbs.read_text(), re.MULTILINE)
+    except OSError:
+        m = None
+    if m is None:
+        return (f"{fbs} declares no file_identifier; the program's was not checked",)
+    if m.group(1) != pte_id:
+        raise WorkspaceError(
+            f"the program's file identifier is {pte_id} but the workspace's ExecuTorch runtime reads {m.group(1)}",
+            hint="make a workspace whose ExecuTorch matches the pip executorch the program was compiled with "
+            "(armgen workspace init --revision executorch=...)",
+        )
+    try:
+        ws_version = version_txt.read_text().strip()
+    except OSError:
+        ws_version = ""
+    if pte_version and ws_version and pte_version != ws_version:
+        return (
+            f"the program was made with executorch {pte_version}, the workspace's runtime is {ws_version} "
+            f"(same file identifier {pte_id}; it loads)",
+        )
+    return ()
+
+
 def flatc_path() -> Path | None:
     """``flatc`` shipped in the executorch wheel (same version as the pinned flatbuffers headers)."""
     import importlib.util
@@ -239,6 +289,7 @@ def build_project(
         raise ProjectError(f"{record.root / 'armgen.toml'}: unknown rtos '{record.rtos}'")
     tools = find_toolchain()
     ws = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
+    warnings = check_program_compatibility(record, ws)
     progress = progress or (lambda *a: None)
 
     build_dir = record.build_dir
@@ -302,6 +353,7 @@ def build_project(
         compiled=state["compiled"],
         log=log_path,
         workspace=ws,
+        warnings=warnings,
     )
     if size:
         result = _size_stage(result, progress)

@@ -60,6 +60,8 @@ def build_cmd(ctx: click.Context, project: Path, workspace: Path | None, rebuild
 
         result = build_project(project, workspace=workspace, jobs=jobs, progress=progress, rebuild=rebuild)
 
+    for w in result.warnings:
+        err_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
     err_console.print(
         f"built {result.elf} in {result.seconds:.1f} s ({result.compiled} files compiled); map: {result.map}",
         highlight=False, soft_wrap=True,
