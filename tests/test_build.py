@@ -68,6 +68,41 @@ def test_missing_cross_compiler_names_debian_packages(tmp_path):
     assert TOOLCHAIN_PACKAGES in err
 
 
+def _fake_workspace(root: Path, identifier: str, version: str) -> Path:
+    """The files a firmware build checks first, without sources (the build must stop before cmake)."""
+    et = root / "modules" / "lib" / "executorch"
+    (et / "schema").mkdir(parents=True)
+    (et / "CMakeLists.txt").write_text("# not a real ExecuTorch\n")
+    (et / "version.txt").write_text(version + "\n")
+    (et / "schema" / "program.fbs").write_text(f'namespace executorch_flatbuffer;\nfile_identifier "{identifier}";\n')
+    (root / "modules" / "lib" / "cmsis-nn").mkdir(parents=True)
+    (root / "modules" / "lib" / "cmsis-nn" / "CMakeLists.txt").write_text("# not a real CMSIS-NN\n")
+    return root
+
+
+def test_program_the_runtime_cannot_load_is_refused(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / "model").mkdir(parents=True)
+    (proj / "armgen.toml").write_text(
+        'name = "p"\nboard = "qemu_mps3_an547"\nrtos = "baremetal"\nbackend = "cortex-m"\n'
+        'elf = "build/p.elf"\nmap = "build/p.map"\n[model]\nreport = "model/p.report.json"\n'
+    )
+    (proj / "model" / "p.report.json").write_text('{"file_identifier": "ET12", "executorch_version": "1.5.1"}')
+    ws = _fake_workspace(tmp_path / "ws", "ET13", "1.6.0")
+    r = armgen("build", str(proj), "--workspace", str(ws))
+    err = ANSI.sub("", r.stderr)
+    assert r.returncode == 2, err
+    assert "file identifier is ET12 but the workspace's ExecuTorch runtime reads ET13" in err
+    assert not (proj / "build" / "build.ninja").exists()
+
+    # Same identifier, other version: only a warning (the fake sources then fail at configure).
+    from armgen.build import check_program_compatibility, load_project
+
+    ws2 = _fake_workspace(tmp_path / "ws2", "ET12", "1.5.0")
+    warnings = check_program_compatibility(load_project(proj), ws2)
+    assert warnings and "executorch 1.5.1" in warnings[0] and "1.5.0" in warnings[0]
+
+
 def test_not_a_project(tmp_path):
     r = armgen("build", str(tmp_path))
     assert r.returncode == 2
@@ -120,7 +155,7 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
     # The firmware checks its planned pools against MethodMeta and prints what it used.
     run = _qemu(result.elf, machine, cpu, project)
     assert run.returncode == 0, run.stdout + run.stderr
-    lines = _lines(run.stdout)
+    lines = _lines(run.stdout + run.stderr)  # QEMU 7.2 writes semihosting output to stderr
     assert lines.get("done") == [""]
     assert "error" not in lines
     report = compiled("kws", target)[0]
@@ -146,11 +181,20 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
 
     # A failing compile shows the compiler's first error and its file, and where the full log is.
     main = project / "src" / "main.cpp"
-    main.write_text(main.read_text().replace("int main(void) {", "int main(void) { this_is_not_cpp;", 1))
+    original = main.read_text()
+    main.write_text(original.replace("int main(void) {", "int main(void) { this_is_not_cpp;", 1))
     with pytest.raises(BuildError) as err:
         build_project(project, size=False)
     assert "src/main.cpp" in err.value.message and "this_is_not_cpp" in err.value.message
     assert "armgen-build.log" in (err.value.hint or "")
+
+    # A fault ends the run with an ARMGEN error line and a non-zero exit status.
+    main.write_text(original.replace("int main(void) {", "int main(void) { __builtin_trap();", 1))
+    faulty = build_project(project, size=False)
+    assert faulty.compiled == 1
+    run = _qemu(faulty.elf, machine, cpu, project)
+    assert run.returncode == 3
+    assert re.search(r"^ARMGEN error HardFault .*pc=0x[0-9a-f]{8}", run.stdout + run.stderr, re.MULTILINE)
 
 
 @pytest.mark.workspace
