@@ -361,17 +361,24 @@ def _sample_inputs(spec: ProjectSpec) -> tuple[dict[int, list[str]], str | None]
         np_dtype = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
                     "float32": np.float32, "bool": np.bool_}[io_spec.dtype]
         arr = arrays.get(io_spec.index)
-        if arr is None or arr.size != io_spec.numel:
+        from_reference = arr is not None and arr.size == io_spec.numel
+        if not from_reference:
             # Deterministic pattern when no reference input exists.
             rng = np.random.default_rng(io_spec.index)
             if io_spec.dtype == "float32":
                 arr = rng.uniform(-1.0, 1.0, size=io_spec.shape)
             else:
                 arr = rng.integers(-128 if io_spec.dtype == "int8" else 0, 128, size=io_spec.shape)
-        arr = np.asarray(arr).reshape(io_spec.shape)
-        if len(io_spec.dim_order) == arr.ndim:
-            arr = np.ascontiguousarray(np.transpose(arr, io_spec.dim_order))
-        flat = arr.astype(np_dtype).reshape(-1)
+        arr = np.asarray(arr)
+        stored_shape = tuple(io_spec.shape[d] for d in io_spec.dim_order) \
+            if len(io_spec.dim_order) == len(io_spec.shape) else tuple(io_spec.shape)
+        if not (from_reference and arr.shape == stored_shape):
+            # logical order (the generated pattern, or a logical-order reference): to memory order
+            arr = arr.reshape(io_spec.shape)
+            if len(io_spec.dim_order) == arr.ndim:
+                arr = np.transpose(arr, io_spec.dim_order)
+        # the reference's input_<i> is already in memory (dim) order: its bytes as they are
+        flat = np.ascontiguousarray(arr).astype(np_dtype).reshape(-1)
         if io_spec.dtype == "float32":
             items = [float(v).hex() + "f" for v in flat.astype(np.float32).tolist()]
         elif io_spec.dtype == "bool":
