@@ -435,6 +435,7 @@ def _context(spec: ProjectSpec) -> dict[str, Any]:
         "pte_file": spec.pte_path.name,
         "kernel_libraries": spec.kernel_libraries,
         "portable_sources": spec.portable_sources,
+        "cortex_m_sources": spec.cortex_m_sources,
         "selected_operators": spec.selected_operators,
         "error_codes": ERROR_CODES,
         "cpu_flags": _cpu_flags(spec),

@@ -192,6 +192,7 @@ class ProjectSpec:
         prim_operators: prim ops of the program (registered through the selective prim-ops lib).
         kernel_libraries: sorted subset of ``cortex_m``, ``portable``, ``quantized``.
         portable_sources: ``kernels/portable/cpu/op_<x>.cpp`` file names the portable ops need.
+        cortex_m_sources: ``backends/cortex_m/ops/op_<x>.cpp`` file names the cortex_m ops need.
         uses_npu: the program has an Ethos-U delegate. inputs / outputs: the C API's I/O.
         region_use: per-region bytes planned by this spec (sorted by base).
         budgets: ``{"flash": bytes, "ram": bytes}`` from the board.
@@ -226,6 +227,7 @@ class ProjectSpec:
     outputs: tuple[IoSpec, ...]
     region_use: tuple[RegionUse, ...]
     budgets: dict[str, int] = field(default_factory=dict)
+    cortex_m_sources: tuple[str, ...] = ()
     armgen_version: str = ARMGEN_VERSION
     executorch_version: str = ""
 
@@ -405,10 +407,11 @@ def method_allocator_bound(report: ProgramReport, pte: bytes | None = None) -> i
 def portable_source_for(op: str) -> str:
     """File name of the portable kernel source that implements ``ns::name.overload``.
 
-    ExecuTorch names each portable kernel source after the operator's base name
+    ExecuTorch names each portable (and cortex_m) kernel source after the operator's base name
     (``aten::add.out`` -> ``op_add.cpp``, ``dim_order_ops::_clone_dim_order.out`` ->
-    ``op__clone_dim_order.cpp``); the generated CMake checks the file exists in the workspace and
-    falls back to the whole ``portable_kernels`` library otherwise.
+    ``op__clone_dim_order.cpp``, ``cortex_m::quantized_conv2d.out`` -> ``op_quantized_conv2d.cpp``);
+    the generated CMake checks the files exist in the workspace and falls back to the whole
+    kernel library otherwise.
     """
     base = op.split("::", 1)[-1].split(".", 1)[0]
     return f"op_{base}.cpp"
@@ -558,6 +561,10 @@ def make_spec(
         sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators if o.library == "portable"})
     )
 
+    cortex_m_sources = tuple(
+        sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators if o.library == "cortex_m"})
+    )
+
     report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
     ref = report.files.get("reference")
     reference_path = (report_dir / ref) if ref and (report_dir / ref).is_file() else None
@@ -596,6 +603,7 @@ def make_spec(
         outputs=tuple(_io(t) for t in report.outputs),
         region_use=region_use,
         budgets={"flash": board.budgets.flash, "ram": board.budgets.ram},
+        cortex_m_sources=cortex_m_sources,
         executorch_version=executorch_version or report.executorch_version,
     )
 
