@@ -26,13 +26,22 @@ Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
 
 Outputs in ``out_dir`` (written to a temporary folder first, then moved in):
 ``<name>.pte``, ``<name>.report.json``, ``<name>.pt2`` (the quantized ``torch.export``
-program), ``<name>.reference.npz`` (``input_<i>``/``output_<i>``) and, for Ethos-U,
-``<name>.vela.txt`` (Vela's summary).
+program), ``<name>.reference.npz`` (``input_<i>``/``output_<i>``, see :data:`REFERENCE_KINDS`),
+for Cortex-M ``<name>.lowered.pt2`` (the lowered edge program, see :mod:`armgen.lowered_program`)
+and, for Ethos-U, ``<name>.vela.txt`` (Vela's summary).
+
+The reference outputs of a Cortex-M program come from the lowered edge program (after the
+Cortex-M passes) run on the host with the ``cortex_m::`` ops' host implementations
+(``executorch/backends/cortex_m/ops/operators.py``), on the very int8 input the firmware gets:
+they follow CMSIS-NN's integer arithmetic, which the quantized model before lowering does not
+(measured: up to 7 LSB apart on kws). An Ethos-U program's delegate cannot run on the host, so
+its reference is the quantized model's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import logging
 import re
@@ -49,6 +58,7 @@ import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
 from armgen.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
+from armgen.lowered_program import save_lowered_program
 from armgen.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.program_report import ProgramReport, VelaInfo
 
@@ -66,6 +76,11 @@ ETHOS_U_TARGETS = (
     "ethos-u85-128", "ethos-u85-256", "ethos-u85-512", "ethos-u85-1024", "ethos-u85-2048",
 )
 DEFAULT_ETHOS_U_CPU = "cortex-m55"
+#: What the reference ``.npz``'s outputs come from (its ``reference_kind`` entry):
+#: ``lowered_cortex_m``: the lowered edge program run on the host with the ``cortex_m::`` ops'
+#: host implementations (the firmware's integer arithmetic); ``quantized_model``: the quantized
+#: (fake-quant) model before lowering, whose outputs may differ from the firmware's by a few LSB.
+REFERENCE_KINDS = ("lowered_cortex_m", "quantized_model")
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,7 @@ class CompileResult:
         report: the program report (also saved as ``report_path``).
         pte_path / report_path: final locations in ``out_dir``.
         files: every file written, by role (``pte``, ``report``, ``quantized_program``,
-            ``reference``, ``vela_summary``).
+            ``lowered_program`` (Cortex-M), ``reference``, ``vela_summary`` (Ethos-U)).
         notes: informational lines for the user (weights used, calibration source).
     """
 
@@ -384,6 +399,9 @@ def compile_model(
                 spec = _ethos_u_spec(target, system_config, memory_mode,
                                      str(vela_config_file) if vela_config_file else None)
                 edge, in_q, out_q = _lower_ethos_u(qep, spec)
+            # to_executorch() rewrites the edge program in place: keep the lowered one to run
+            # on the host for the reference (Cortex-M only; a delegate cannot run on the host).
+            lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
             from executorch.exir import ExecutorchBackendConfig
 
             et_program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=False))
@@ -407,16 +425,12 @@ def compile_model(
         )
         notes.append(f"Vela: {target}, system config {sysc}, memory mode {mode}")
 
-    # Reference data: the quantized (converted, fake-quant) model on the sample's input 0.
-    with torch.no_grad():
-        ref_in = tuple(_channels_last(t) if backend == "cortex-m" else t for t in ref_inputs)
-        ref_out = qmodel(*ref_in)
-    ref_outs = ref_out if isinstance(ref_out, (tuple, list)) else (ref_out,)
-
     files = {
         "quantized_program": f"{name}.pt2",
         "reference": f"{name}.reference.npz",
     }
+    if lowered is not None:
+        files["lowered_program"] = f"{name}.lowered.pt2"
     if backend == "ethos-u":
         files["vela_summary"] = f"{name}.vela.txt"
     extras = ProgramExtras(
@@ -428,18 +442,42 @@ def compile_model(
     _check_io_quant(report)
 
     arrays: dict[str, np.ndarray] = {}
+    prog_inputs = []  # what the firmware gets: program dtype, logical shape, strides in dim order
     for i, (t, info) in enumerate(zip(ref_inputs, report.inputs)):
         x = t.detach().contiguous().numpy().astype(np.float32)
         q = in_q[i] if i < len(in_q) else None
         arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
         arrays[f"input_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
         arrays[f"float_input_{i}"] = x
+        prog_inputs.append(_with_dim_order(torch.from_numpy(arr), info.dim_order))
+    if lowered is not None:
+        # The firmware's arithmetic: the lowered program on the firmware's int8 input.
+        kind = "lowered_cortex_m"
+        try:
+            with torch.no_grad(), _quiet():
+                ref_out = lowered.module()(*prog_inputs)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f"running the lowered {target} program on the host failed: {_one_line(exc)}") from exc
+    else:
+        # A delegate cannot run on the host: the quantized (fake-quant) model on the float input.
+        kind = "quantized_model"
+        with torch.no_grad():
+            ref_out = qmodel(*ref_inputs)
+    ref_outs = ref_out if isinstance(ref_out, (tuple, list)) else (ref_out,)
+    arrays["reference_kind"] = np.array(kind)
     for i, (t, info) in enumerate(zip(ref_outs, report.outputs)):
-        y = t.detach().contiguous().numpy().astype(np.float32)
+        y = t.detach().contiguous().numpy()
         q = out_q[i] if i < len(out_q) else None
-        arr = _quantize_np(y, q) if (q is not None and info.dtype == "int8") else y
+        if q is not None and info.dtype == "int8":
+            if np.issubdtype(y.dtype, np.integer):  # the lowered program returns int8
+                arr = y.astype(np.int8)
+                y = ((y.astype(np.float32) - np.float32(q.zero_point)) * np.float32(q.scale)).astype(np.float32)
+            else:
+                arr = _quantize_np(y, q)
+        else:
+            arr = y
         arrays[f"output_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
-        arrays[f"float_output_{i}"] = y
+        arrays[f"float_output_{i}"] = np.asarray(y, dtype=np.float32)
 
     out_dir = Path(out_dir)
     try:
@@ -452,6 +490,14 @@ def compile_model(
         _strip_volatile_meta(qep)
         with _quiet():
             torch.export.save(qep, str(tmp / files["quantized_program"]))
+        if lowered is not None:
+            _strip_volatile_meta(lowered)
+            try:
+                save_lowered_program(lowered, tmp / files["lowered_program"])
+            except OSError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the serializer raises its own types
+                raise ModelError(f"cannot save the lowered {target} program: {_one_line(exc)}") from exc
         _write_npz(tmp / files["reference"], arrays)
         if backend == "ethos-u":
             (tmp / files["vela_summary"]).write_text(_clean_vela_text(vela_text.getvalue()))
@@ -472,6 +518,13 @@ def compile_model(
         files=written,
         notes=tuple(notes),
     )
+
+
+def _with_dim_order(t: torch.Tensor, dim_order: tuple[int, ...]) -> torch.Tensor:
+    """Same values (logical shape), strides in ``dim_order`` (e.g. channels_last for (0, 2, 3, 1))."""
+    if len(dim_order) != t.dim() or tuple(dim_order) == tuple(range(t.dim())):
+        return t.contiguous()
+    return t.permute(*dim_order).contiguous().permute(*np.argsort(dim_order).tolist())
 
 
 def _strip_volatile_meta(ep: Any) -> None:
@@ -539,6 +592,7 @@ __all__ = [
     "CORTEX_M_TARGETS",
     "DEFAULT_ETHOS_U_CPU",
     "ETHOS_U_TARGETS",
+    "REFERENCE_KINDS",
     "CompileResult",
     "compile_model",
     "parse_target",

@@ -696,11 +696,27 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Reference:
-    """The program's inputs and the quantized program's outputs for them (logical order)."""
+    """The program's inputs and the reference outputs for them (logical order).
+
+    ``kind`` says what the outputs come from (the ``.npz``'s ``reference_kind``, see
+    ``armgen.compile.REFERENCE_KINDS``): ``"lowered_cortex_m"`` (the lowered program with the
+    ``cortex_m::`` host kernels: CMSIS-NN's integer arithmetic, bit-exact with the firmware) or
+    ``"quantized_model"`` (the quantized model before lowering; also assumed for an ``.npz``
+    without the entry).
+    """
 
     inputs: tuple[np.ndarray, ...]
     outputs: tuple[np.ndarray, ...]
     source: str
+    kind: str = "quantized_model"
+
+
+#: Warning when the reference is the quantized model rather than the lowered program.
+ARITHMETIC_WARNING = (
+    "reference computed with the quantized model before lowering, not the lowered program: "
+    "CMSIS-NN's integer arithmetic can differ from it by more than the {tol:g} LSB tolerance "
+    "(up to 7 LSB measured on kws), so a mismatch may be arithmetic, not a firmware fault"
+)
 
 
 def _artifact(report_dir: Path, name: str) -> Path:
@@ -745,18 +761,39 @@ def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
         with np.load(path) as npz:
             inputs = tuple(_logical(np.asarray(npz[f"input_{t.index}"]), t) for t in report.inputs)
             outputs = tuple(_logical(np.asarray(npz[f"output_{t.index}"]), t) for t in report.outputs)
+            kind = str(np.asarray(npz["reference_kind"]).reshape(-1)[0]) if "reference_kind" in npz else "quantized_model"
     except (OSError, KeyError, ValueError) as exc:
         raise RunError(f"cannot read the reference {path}: {exc}") from None
-    return Reference(inputs, outputs, str(path))
+    return Reference(inputs, outputs, str(path), kind)
+
+
+def reference_program(report: ProgramReport, report_dir: Path) -> tuple[Path, str]:
+    """The saved program :func:`reference_outputs` runs, and its kind.
+
+    Returns:
+        ``(path, "lowered_cortex_m")`` for the lowered edge program (``report.files
+        ["lowered_program"]``, Cortex-M programs from this armgen), else ``(path,
+        "quantized_model")`` for the quantized ``torch.export`` program (``"quantized_program"``).
+
+    Raises:
+        RunError: the report names neither.
+    """
+    for role, kind in (("lowered_program", "lowered_cortex_m"), ("quantized_program", "quantized_model")):
+        name = report.files.get(role)
+        if name:
+            return _artifact(report_dir, name), kind
+    raise RunError("the program report names no saved program to compute a reference with")
 
 
 def reference_outputs(
     report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, ...]:
-    """Run the quantized program the compile stage saved (``report.files["quantized_program"]``).
+    """Run the program the compile stage saved (see :func:`reference_program`) on ``inputs``.
 
     The host cannot run the ``.pte`` (the pip runtime has no ``cortex_m::`` kernels), so the
-    reference is the saved quantized ``torch.export`` program (``.pt2``) on the same input.
+    reference is the saved lowered edge program (``report.files["lowered_program"]``, run with
+    the ``cortex_m::`` ops' host implementations: the firmware's integer arithmetic) or, when
+    there is none (Ethos-U, older reports), the quantized ``torch.export`` program (``.pt2``).
     Integer inputs are handed over with strides in the tensor's dim order (e.g. channels_last).
 
     Args:
@@ -769,29 +806,19 @@ def reference_outputs(
     Raises:
         RunError: no saved program, or it cannot be loaded or run.
     """
-    name = report.files.get("quantized_program")
-    if not name:
-        raise RunError("the program report names no quantized program to compute a reference with")
-    path = _artifact(report_dir, name)
+    path, kind = reference_program(report, report_dir)
+    what = "lowered program" if kind == "lowered_cortex_m" else "quantized program"
     try:
         import torch
 
         if not path.is_file():
-            raise RunError(f"quantized program not found: {path}")
-        try:  # quantized_decomposed ops must be registered before deserializing
-            import torch.ao.quantization.fx._decomposed  # noqa: F401
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            program = torch.export.load(str(path))
-        except Exception:  # noqa: BLE001 - register torchao's and cortex_m's ops, then retry
-            import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
+            raise RunError(f"{what} not found: {path}")
+        if kind == "lowered_cortex_m":
+            from armgen.lowered_program import load_lowered_program
 
-            try:
-                import executorch.backends.cortex_m.ops.operators  # noqa: F401
-            except Exception:  # noqa: BLE001
-                pass
-            program = torch.export.load(str(path))
+            program = load_lowered_program(path)
+        else:
+            program = _load_quantized_program(path)
         args = []
         placeholders = [
             n for n in program.graph.nodes if n.op == "placeholder" and n.name in
@@ -814,10 +841,27 @@ def reference_outputs(
     except RunError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure here is one line for the user
-        raise RunError(f"cannot run the quantized program {path}: {type(exc).__name__}: {exc}") from None
+        raise RunError(f"cannot run the {what} {path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(out, (tuple, list)):
         out = (out,)
     return tuple(np.asarray(o.detach().numpy()) for o in out)
+
+
+def _load_quantized_program(path: Path) -> Any:
+    """``torch.export.load`` of the quantized ``.pt2``, registering the ops it needs first."""
+    import torch
+
+    try:  # quantized_decomposed ops must be registered before deserializing
+        import torch.ao.quantization.fx._decomposed  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        return torch.export.load(str(path))
+    except Exception:  # noqa: BLE001 - register torchao's and cortex_m's ops, then retry
+        from armgen.lowered_program import register_cortex_m_ops
+
+        register_cortex_m_ops()
+        return torch.export.load(str(path))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -875,7 +919,8 @@ class RunReport:
         program: program name. input_source: where the input came from.
         runs: number of QEMU runs with the main input (``--repeat``).
         outputs: per-output comparison (main input).
-        reference_source: the reference file or program, None when there was none.
+        reference_source: the reference file or program, None when there was none (the
+            reference's kind is in a "reference" warning when it is not the lowered program).
         alternate_checked: a second, different input was run and its outputs compared.
         pools / stack: the firmware's own figures (bytes).
         ticks: SysTick ticks around ``execute()`` (first run); ticks_per_run: all runs.
@@ -1145,7 +1190,10 @@ def run_firmware(
         source = input_source or "given input"
         try:
             ref_outputs = reference_outputs(report, report_dir, q_inputs)
-            ref_source = str(_artifact(report_dir, report.files["quantized_program"]))
+            ref_path, ref_kind = reference_program(report, report_dir)
+            ref_source = str(ref_path)
+            if ref_kind != "lowered_cortex_m":
+                findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
         except RunError as exc:
             findings.append(Finding("warning", "reference", f"no reference for this input: {exc.message}"))
     elif reference is not None:
@@ -1153,6 +1201,8 @@ def run_firmware(
         data = input_bytes(q_inputs, report.inputs)
         source = "sample input (reference .npz)"
         ref_outputs, ref_source = reference.outputs, reference.source
+        if reference.kind != "lowered_cortex_m":
+            findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
     else:
         q_inputs, data = [], None
         source = "firmware's embedded sample input"

@@ -114,7 +114,7 @@ def test_report_equals_program(compiled, sample, target):
     assert report.target == target
     assert report.executorch_version == "1.5.1"
     assert set(report.files) == {"quantized_program", "reference"} | (
-        {"vela_summary"} if target.startswith("ethos") else set()
+        {"vela_summary"} if target.startswith("ethos") else {"lowered_program"}
     )
 
 
@@ -172,7 +172,7 @@ def test_ethos_u85_256_runs_kws_entirely_on_the_npu(compiled):
 
 
 @pytest.mark.parametrize(("sample", "target"), [("kws", "cortex-m55"), ("ad", "cortex-m55"), ("kws", "ethos-u85-256")])
-def test_reference_outputs_come_from_the_saved_quantized_program(compiled, sample, target):
+def test_reference_input_is_the_firmware_input_and_outputs_are_not_degenerate(compiled, sample, target):
     import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers quantized_decomposed ops
 
     result = compiled(sample, target)
@@ -189,14 +189,90 @@ def test_reference_outputs_come_from_the_saved_quantized_program(compiled, sampl
     q = torch.clamp(torch.round(x / inp.scale) + inp.zero_point, -128, 127).to(torch.int8).numpy()
     assert np.array_equal(q.transpose(inp.dim_order), x_q)
 
-    ep = torch.export.load(str(result.pte_path.parent / report.files["quantized_program"]))
-    if x.dim() == 4 and target.startswith("cortex-m"):
-        x = x.to(memory_format=torch.channels_last)
-    y = ep.module()(x).detach().numpy()
-    y_q = torch.clamp(torch.round(torch.from_numpy(y) / out.scale) + out.zero_point, -128, 127).to(torch.int8)
-    assert np.array_equal(y_q.numpy(), ref["output_0"])
+    # the float view is the int8 output dequantized with the report's parameters
+    want_f = (ref["output_0"].astype(np.float32) - out.zero_point) * np.float32(out.scale)
+    if target.startswith("cortex-m"):
+        assert np.array_equal(ref["float_output_0"], want_f)
     # trained weights: a real, non-saturated answer (not all one value)
     assert len(np.unique(ref["output_0"])) > 2
+
+
+def test_ethos_u_reference_is_the_saved_quantized_program(compiled):
+    """A delegate cannot run on the host: the reference is the quantized model's, and says so."""
+    import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers quantized_decomposed ops
+
+    result = compiled("kws", "ethos-u85-256")
+    report = result.report
+    ref = np.load(result.pte_path.parent / report.files["reference"])
+    assert str(ref["reference_kind"].reshape(-1)[0]) == "quantized_model"
+    out = report.outputs[0]
+    ep = torch.export.load(str(result.pte_path.parent / report.files["quantized_program"]))
+    y = ep.module()(torch.from_numpy(ref["float_input_0"])).detach().numpy()
+    y_q = torch.clamp(torch.round(torch.from_numpy(y) / out.scale) + out.zero_point, -128, 127).to(torch.int8)
+    assert np.array_equal(y_q.numpy(), ref["output_0"])
+
+
+_ROUND_TRIP = """
+import json, sys
+import numpy as np, torch
+from armgen.lowered_program import load_lowered_program
+ep = load_lowered_program(sys.argv[1])
+ref = np.load(sys.argv[2])
+dim_order = json.loads(sys.argv[3])
+x = torch.from_numpy(ref["input_0"]).permute(*np.argsort(dim_order).tolist())  # memory order -> logical
+with torch.no_grad():
+    y = ep.module()(x)
+print(json.dumps(y.numpy().reshape(-1).tolist()))
+"""
+
+
+@pytest.mark.parametrize("sample", ["kws", "vww"])
+def test_cortex_m_reference_is_the_lowered_program_on_the_firmware_input(compiled, sample):
+    """output_0 is the lowered program (cortex_m host kernels = CMSIS-NN's arithmetic, which the
+    firmware matches bit for bit) on input_0 exactly, also after loading it in a fresh process."""
+    import subprocess
+    import sys
+
+    from armgen.lowered_program import load_lowered_program
+
+    result = compiled(sample, "cortex-m55")
+    report = result.report
+    inp = report.inputs[0]
+    ref_path = result.files["reference"]
+    lowered_path = result.files["lowered_program"]
+    assert lowered_path.name == report.files["lowered_program"] == f"{sample}.lowered.pt2"
+    ref = np.load(ref_path)
+    assert str(ref["reference_kind"].reshape(-1)[0]) == "lowered_cortex_m"
+
+    # in this process: memory-order bytes -> logical shape with strides in the dim order
+    x = torch.from_numpy(ref["input_0"]).permute(*np.argsort(inp.dim_order).tolist())
+    with torch.no_grad():
+        y = load_lowered_program(lowered_path).module()(x)
+    assert y.dtype == torch.int8
+    assert np.array_equal(y.numpy(), ref["output_0"])
+
+    # in a fresh process (nothing registered yet): the same int8 values
+    proc = subprocess.run(
+        [sys.executable, "-c", _ROUND_TRIP, str(lowered_path), str(ref_path), json.dumps(list(inp.dim_order))],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ref["output_0"].reshape(-1).tolist()
+
+    # the quantized model before lowering is a different reference (not CMSIS-NN's arithmetic);
+    # both agree on the shape and roughly on the values
+    import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401
+
+    qep = torch.export.load(str(result.files["quantized_program"]))
+    xf = torch.from_numpy(ref["float_input_0"])
+    if xf.dim() == 4:
+        xf = xf.to(memory_format=torch.channels_last)
+    yq = qep.module()(xf).detach().numpy()
+    out = report.outputs[0]
+    yq_q = np.clip(np.round(yq / out.scale) + out.zero_point, -128, 127).astype(np.int8)
+    lsb = int(np.abs(yq_q.astype(int) - ref["output_0"].astype(int)).max())
+    print(f"\n{sample}: lowered vs quantized-model reference: max {lsb} LSB")
+    assert lsb <= 16
 
 
 def test_compiling_twice_is_byte_identical(compiled, tmp_path):
@@ -204,7 +280,7 @@ def test_compiling_twice_is_byte_identical(compiled, tmp_path):
     again = compile_model("kws", "cortex-m55", out_dir=tmp_path)
     assert again.pte_path.read_bytes() == first.pte_path.read_bytes()
     assert again.report_path.read_text() == first.report_path.read_text()
-    for role in ("reference", "quantized_program"):
+    for role in ("reference", "quantized_program", "lowered_program"):
         assert again.files[role].read_bytes() == first.files[role].read_bytes(), role
 
 

@@ -101,6 +101,8 @@ def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) ->
     if rr.cpu_note:
         say(f"note: {rr.cpu_note}")
     say(f"input: {rr.input_source}; {rr.runs} run(s)" + (" + 1 run with a second input" if rr.alternate_checked else ""))
+    if rr.reference_source:
+        say(f"reference: {rr.reference_source}")
 
     t = Table(title="outputs vs reference")
     for col in ("output", "values", "max |diff|", "max diff (LSB)", "saturated"):
@@ -168,8 +170,9 @@ def run_command(
 
     Builds (or reuses) the project for the board's QEMU stand-in (same CPU, the stand-in's memory
     map, semihosting console), runs it under -icount shift=0, compares the dequantized outputs with
-    the quantized program's (pass: every output within 1 LSB), checks they are not degenerate, and
-    reports pool and stack use and an instruction count (not silicon cycles).
+    the reference (the lowered program run on the host with the cortex_m host kernels; pass: every
+    output within 1 LSB), checks they are not degenerate, and reports pool and stack use and an
+    instruction count (not silicon cycles).
     """
     from armgen.boards import load_board
     from armgen.program_report import ProgramReport
