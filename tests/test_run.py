@@ -286,6 +286,9 @@ def test_run_firmware_end_to_end_passes(probe, tmp_path):
     assert rr.stack == StackUse(4096, 96)
     assert any(f.subject == "pool method" and "56 B headroom" in f.message for f in rr.findings)
     assert len(rr.logs) == 3 and all(Path(p).is_file() for p in rr.logs)
+    # an .npz without reference_kind is not known to come from the lowered program: say so
+    assert any(f.subject == "reference" and f.severity == "warning" and "before lowering" in f.message
+               for f in rr.findings)  # fmt: skip
     json.dumps(rr.to_dict())  # JSON-ready
 
 
@@ -461,6 +464,28 @@ def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
     assert out.shape == (1, 5) and np.allclose(out, want.detach().numpy())
     with pytest.raises(RunError, match="not found"):
         reference_outputs(ProgramReport(**{**rep.__dict__, "files": {"quantized_program": "nope.pt2"}}), tmp_path, [q])
+
+
+@pytest.mark.slow
+def test_reference_outputs_run_the_lowered_program(tmp_path):
+    """A Cortex-M compile saves the lowered program; the run stage's reference for any input is
+    that program on the host (cortex_m host kernels), equal to the saved reference on its input."""
+    from armgen.compile import compile_model
+    from armgen.run import load_reference, reference_outputs, reference_program
+
+    result = compile_model("ic", "cortex-m55", out_dir=tmp_path)  # 3-channel channels_last input
+    report = result.report
+    ref = load_reference(report, tmp_path)
+    assert ref.kind == "lowered_cortex_m"
+    path, kind = reference_program(report, tmp_path)
+    assert (path, kind) == (result.files["lowered_program"], "lowered_cortex_m")
+    (out,) = reference_outputs(report, tmp_path, list(ref.inputs))
+    assert out.dtype == np.int8 and np.array_equal(out, ref.outputs[0])
+    # without the lowered program (older compiles): the quantized model, which says what it is
+    older = ProgramReport(**{**report.__dict__, "files": {k: v for k, v in report.files.items() if k != "lowered_program"}})
+    assert reference_program(older, tmp_path)[1] == "quantized_model"
+    (out_q,) = reference_outputs(older, tmp_path, list(ref.inputs))
+    assert out_q.shape == out.shape and out_q.dtype == np.float32
 
 
 def test_qemu_that_cannot_start_is_one_line(probe):
