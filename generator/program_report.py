@@ -141,7 +141,9 @@ class ProgramReport:
         stats: execution-plan counts (see :class:`ProgramStats`).
         files: other artifacts saved beside the ``.pte`` for the reference check
             (keys: ``"quantized_program"`` -> ``.pt2``, ``"reference"`` -> ``.npz`` with
-            ``input_<i>``/``output_<i>`` arrays for the sample's deterministic inputs).
+            ``input_<i>``/``output_<i>`` arrays for the sample's deterministic inputs and
+            ``reference_kind``; Cortex-M: ``"lowered_program"`` -> ``.lowered.pt2``, the lowered
+            edge program the reference outputs come from, see armgen.lowered_program).
         warnings: human-readable warnings raised while compiling.
     """
 
