@@ -138,7 +138,7 @@ def _print_report(report: ProgramReport) -> None:
 @click.option("--vela-config", type=click.Path(dir_okay=False), default=None, help="Vela .ini file (Ethos-U).")
 @click.option("--name", default=None, help="Output file stem (default: sample name or model file stem).")
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), default=".", show_default=True,
-              help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz.")
+              help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz (+ <name>.lowered.pt2 for Cortex-M).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
 def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json):
     """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
