@@ -525,9 +525,9 @@ class Armgen:
             raise CommandFailed(cmd, p.returncode, p.stdout, p.stderr)
         return round(dt, 1), cmdline(cmd)
 
-    def build_elf(self, proj: Path, elf: Path) -> tuple[float | None, str]:
-        cmd = [ARMGEN, "build", str(proj), "--rebuild", "-j", str(self.jobs)]
-        if self.reuse and elf.exists():
+    def build_elf(self, proj: Path, elf: Path, incremental: bool = False) -> tuple[float | None, str]:
+        cmd = [ARMGEN, "build", str(proj), *([] if incremental else ["--rebuild"]), "-j", str(self.jobs)]
+        if self.reuse and elf.exists() and not incremental:
             return None, cmdline(cmd)
         log(f"armgen build --rebuild {proj}")
         p, dt = run(cmd, check=False)
@@ -589,19 +589,29 @@ class Armgen:
             "commands": {"new": new_cmd, "build": build_cmd, "size": size_cmd, "run": run_cmd},
         }
 
-    def measure(self, machines: list[str], samples: list[str], previous: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, machines: list[str], samples: list[str], previous: dict[str, Any], save=None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for m in machines:
             for s in samples:
-                t_new, new_cmd = self.new(m, s)
-                proj = self.project(m, s)
-                e = self.measure_project(m, proj, t_new, new_cmd)
+                try:
+                    t_new, new_cmd = self.new(m, s)
+                    proj = self.project(m, s)
+                    e = self.measure_project(m, proj, t_new, new_cmd)
+                except CommandFailed as exc:  # keep going: a failed step is a result too
+                    msg = (exc.err.strip().splitlines() or exc.out.strip().splitlines() or ["?"])[-1]
+                    log(f"armgen {m} {s}: FAILED: {cmdline(exc.cmd)}: {msg}")
+                    out.setdefault(m, {})[s] = {"error": msg, "failed_command": cmdline(exc.cmd)}
+                    if save:
+                        save(m, s, out[m][s])
+                    continue
                 prev = previous.get(m, {}).get(s, {})
                 for k in ("seconds_new", "seconds_clean_build"):  # --reuse keeps the last measured times
                     if e[k] is None:
                         e[k] = prev.get(k)
                         e[k + "_note"] = "from an earlier run (--reuse skipped the step)"
                 out.setdefault(m, {})[s] = e
+                if save:
+                    save(m, s, e)
                 log(f"armgen {m} {s}: flash {e['flash']} (excl. model {e['flash_excl_model']}), RAM {e['ram_static']}, "
                     f"pools {e['pools']}, stack {e['stack_used']}, instr {e['instructions']}, new {e['seconds_new']} s, "
                     f"build {e['seconds_clean_build']} s, run passed {e['run_passed']}")
@@ -700,6 +710,18 @@ def patch_all_portable(src: Path, dst: Path) -> None:
     if t2 == t or "portable_ops_lib" not in t2 or "EXECUTORCH_BUILD_PORTABLE_OPS ON" not in t2:
         raise SystemExit(f"bench: could not patch {cm} for the all-portable-ops build (template changed?)")
     cm.write_text(t2)
+    # The random ops (rand, randn, ...) reach std::random_device -> getentropy(), which bare-metal newlib
+    # lacks (Zephyr's libc has one). A stub that fails, so the link completes; those ops are never run here.
+    (dst / "src" / "bench_getentropy.c").write_text(
+        "/* benchmarks: getentropy() stub for the all-portable-ops link (never called). */\n"
+        "#include <errno.h>\n#include <stddef.h>\n"
+        "int getentropy(void* buf, size_t len) { (void)buf; (void)len; errno = ENOSYS; return -1; }\n")
+    cl = dst / "CMakeLists.txt"
+    c = cl.read_text()
+    c2 = c.replace("  src/platform/et_pal.cpp\n", "  src/platform/et_pal.cpp\n  src/bench_getentropy.c\n", 1)
+    if c2 == c:
+        raise SystemExit(f"bench: could not add the getentropy stub to {cl} (template changed?)")
+    cl.write_text(c2)
 
 
 def project_files(proj: Path) -> tuple[Path, Path]:
@@ -717,20 +739,44 @@ class Compare:
     def all_portable(self, machine: str, sample: str, base: dict[str, Any]) -> dict[str, Any]:
         src = self.ag.project(machine, sample)
         dst = self.ag.project(machine, f"{sample}-allportable")
-        if not (self.ag.reuse and (dst / "build").exists()):
+        keep = self.ag.reuse and (dst / "build").exists()  # --reuse: keep the compiled objects, relink only
+        if not keep:
             patch_all_portable(src, dst)
-        e = self.measure_variant(machine, dst, None, f"copy of {src} patched by bench.patch_all_portable()")
+        # Sized, not run: with every portable operator the code does not fit the QEMU machines' code
+        # region, so the link script's code region is enlarged to 16 MiB first (sizing only); whether it
+        # fits is read from the board's region sizes.
+        for ld in (dst / "linker").glob("*.ld"):
+            t = ld.read_text()
+            code = re.search(r"\n  (\w+)\s+\(rx\)\s*:\s*ORIGIN", t)
+            if code:
+                t = re.sub(rf"(\n  {code.group(1)}\s+\(rx\)\s*:\s*ORIGIN = 0x[0-9a-fA-F]+, LENGTH = )0x[0-9a-fA-F]+",
+                           r"\g<1>0x01000000", t)
+                ld.write_text(t)
+        e = self.measure_variant(machine, dst, None, f"copy of {src} patched by bench.patch_all_portable()",
+                                 incremental=keep, run_it=False)
+        size_json, _ = self.ag.size(dst)
+        overflow = None
+        for r in size_json["report"]["regions"]:
+            if r["used"] > r["usable"]:
+                overflow = {"region": r["name"], "bytes": r["used"] - r["usable"], "region_size": r["usable"],
+                            "note": f"does not fit: {r['name']} ({r['usable']} B usable) would overflow by {r['used'] - r['usable']} B; "
+                                    "sized from a link with the code region enlarged to 16 MiB, not run"}
+        e["overflow"] = overflow
         ratio = e["kernel_flash"] / base["kernel_flash"] if base["kernel_flash"] else None
         return {"selective": {k: base[k] for k in ("flash", "flash_excl_model", "kernel_flash", "ram_static")},
-                "all_portable": e, "kernel_flash_ratio": ratio,
+                "all_portable": e, "kernel_flash_ratio": ratio, "fits_board": overflow is None,
                 "flash_ratio": e["flash"] / base["flash"], "opt_level": "-O2 (armgen's Release default)"}
 
-    def measure_variant(self, machine: str, proj: Path, t_new: float | None, new_cmd: str) -> dict[str, Any]:
+    def measure_variant(self, machine: str, proj: Path, t_new: float | None, new_cmd: str,
+                        incremental: bool = False, run_it: bool = True) -> dict[str, Any]:
         elf, mp = project_files(proj)
-        t_build, build_cmd = self.ag.build_elf(proj, elf)
+        t_build, build_cmd = self.ag.build_elf(proj, elf, incremental=incremental)
         size_json, size_cmd = self.ag.size(proj)
         comp = component_sizes(elf, MACHINES[machine], mp)
-        runrep, run_cmd = self.ag.run_fw(proj)
+        if run_it:
+            runrep, run_cmd = self.ag.run_fw(proj)
+        else:
+            runrep, run_cmd = {"_exit_status": None}, None
         rep = size_json["report"]
         return {
             "project": str(proj),
@@ -819,6 +865,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--compare", default="pools,allportable,portable,vela",
                     help="comparisons to run: pools, allportable, portable, vela")
     ap.add_argument("--allportable-machines", default="an547", help="machines for the all-portable-ops build (slow)")
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="RESULTS_JSON",
+                    help="merge results.json files of partial runs (later files win) into --out, then render")
     ap.add_argument("--report-only", action="store_true", help="only regenerate results.md and the plot from results.json")
     return ap.parse_args(argv)
 
@@ -841,7 +889,24 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         res_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
 
-    if not a.report_only:
+    if a.merge:
+        def deep(dst: dict[str, Any], src: dict[str, Any], depth: int) -> None:
+            for k, v in src.items():
+                if isinstance(v, dict) and isinstance(dst.get(k), dict) and depth < 3:
+                    deep(dst[k], v, depth + 1)
+                else:
+                    dst[k] = v
+
+        runs = list(results.get("meta", {}).get("runs", []))
+        for f in a.merge:
+            part = json.loads(Path(f).read_text())
+            meta = part.pop("meta", {})
+            runs += meta.get("runs", [meta] if meta else [])
+            deep(results, part, 0)
+        results["meta"] = {**(runs[-1] if runs else {}), "runs": runs,
+                           "command": "; ".join(dict.fromkeys(r.get("command", "?") for r in runs))}
+        save()
+    elif not a.report_only:
         results["meta"] = {
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "command": "benchmarks/run " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -858,10 +923,11 @@ def main(argv: list[str] | None = None) -> int:
             save()
         ag = Armgen(a.cache, a.jobs, a.reuse)
         if not a.skip_armgen:
-            got = ag.measure(machines, samples, results.get("armgen", {}))
-            for m, per in got.items():
-                results.setdefault("armgen", {}).setdefault(m, {}).update(per)
-            save()
+            def save_one(m: str, s: str, e: dict[str, Any]) -> None:
+                results.setdefault("armgen", {}).setdefault(m, {})[s] = e
+                save()
+
+            ag.measure(machines, samples, results.get("armgen", {}), save_one)
         if not a.skip_compare:
             which = set(a.compare.split(","))
             cmp_ = Compare(ag, a.cache)

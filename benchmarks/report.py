@@ -38,7 +38,8 @@ def comp(e: dict[str, Any], *keys: str) -> int:
 
 
 def _get(res: dict[str, Any], part: str, m: str, s: str) -> dict[str, Any] | None:
-    return res.get(part, {}).get(m, {}).get(s)
+    e = res.get(part, {}).get(m, {}).get(s)
+    return None if (e is None or "error" in e) else e
 
 
 def targets(res: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -268,6 +269,10 @@ def write_md(res: dict[str, Any], out: Path) -> None:
     findings = []
     for m in MACHINES:
         for s in SAMPLES:
+            for part in ("armgen", "tflm"):
+                bad = res.get(part, {}).get(m, {}).get(s)
+                if bad and "error" in bad:
+                    findings.append(f"{part} {s}/{m} FAILED: `{bad.get('failed_command')}`: {bad['error']}")
             a = _get(res, "armgen", m, s)
             if a and a.get("run_passed") is False:
                 errs = [x for x in a.get("run_findings", []) if x.startswith("error")]
