@@ -193,3 +193,25 @@ def test_bad_input_model_too_large(kws, tmp_path):
 def test_bad_input_unknown_sample(tmp_path):
     r = armgen("new", "nosuchsample", "--board", "qemu_mps3_an547", "--out", str(tmp_path))
     _assert_refused(r, tmp_path, set(), r"'nosuchsample' is not a built-in sample \(.*kws.*\)")
+
+
+def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
+    """The reference's input_<i> is in memory (dim) order: embedded unchanged. Reshaping it to the
+    logical shape and transposing again scrambles a 3-channel channels_last input (vww, ic)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from armgen.render import _sample_inputs
+
+    x = np.arange(-60, 60, dtype=np.int8).reshape(1, 3, 5, 8)  # logical NCHW
+    stored = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # what the compile stage saves (NHWC)
+    io = SimpleNamespace(index=0, shape=(1, 3, 5, 8), dim_order=(0, 2, 3, 1), numel=120, dtype="int8")
+
+    def embedded(arr):
+        np.savez(tmp_path / "r.npz", input_0=arr)
+        lines, _ = _sample_inputs(SimpleNamespace(reference_path=tmp_path / "r.npz", inputs=[io]))
+        return [int(v) for line in lines[0] for v in line.rstrip(",").split(", ")]
+
+    assert embedded(stored) == stored.reshape(-1).tolist()
+    assert embedded(x) == stored.reshape(-1).tolist()  # a logical-order array is put in memory order
