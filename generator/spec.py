@@ -461,7 +461,8 @@ def make_spec(
 
     Raises:
         ProjectError: bad name; Ethos-U asked for a board without NPU; the report's backend differs
-            from the one asked for; the model or a pool fits no region (message names the region
+            from the one asked for; an Ethos-U program compiled for another NPU configuration than
+            the board's ``npu.vela_accelerator`` (e.g. ethos-u55-256 for an ethos-u85-256); the model or a pool fits no region (message names the region
             and the shortfall in bytes).
     """
     validate_name(name)
@@ -473,15 +474,27 @@ def make_spec(
             hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
         )
     if report.backend != backend:
+        # `armgen compile` picks the backend from --target (cortex-m* or ethos-u*); it has no --backend.
+        again = board.npu.vela_accelerator if backend == "ethos-u" and board.npu is not None else board.cpu.et_target
         raise ProjectError(
             f"program '{report.name}' was compiled for backend '{report.backend}', not '{backend}'",
-            hint=f"compile the model again with --backend {backend}",
+            hint=f"compile again: armgen compile {report.name} --target {again} (or armgen new without --model)",
+        )
+    if backend == "ethos-u" and board.npu is not None and report.target != board.npu.vela_accelerator:
+        # A Vela command stream only runs on the NPU configuration it was compiled for (the driver
+        # checks the product and MAC count at init), so this holds for emulator stand-ins too.
+        raise ProjectError(
+            f"{Path(pte_path).name} was compiled for {report.target}, but board {board.name} has an "
+            f"{board.npu.vela_accelerator}",
+            hint=f"compile again: armgen compile {report.name} --target {board.npu.vela_accelerator} "
+            "(or armgen new without --model)",
         )
     if backend == "cortex-m" and not allow_cpu_mismatch and report.cpu != board.cpu.et_target:
         raise ProjectError(
             f"program '{report.name}' was compiled for {report.cpu}, but board '{board.name}' has a "
             f"{board.cpu.et_target} (CMSIS-NN scratch buffers are planned per CPU)",
-            hint=f"compile the model for --target {board.cpu.et_target}",
+            hint=f"compile again: armgen compile {report.name} --target {board.cpu.et_target} "
+            "(or armgen new without --model)",
         )
     uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
 

@@ -173,6 +173,35 @@ def test_bad_input_ethos_u_without_npu(kws, tmp_path):
     _assert_refused(r, tmp_path, set(), r"board 'qemu_mps3_an547' has no Ethos-U NPU")
 
 
+def test_bad_input_program_for_another_npu(kws, tmp_path):
+    """An Ethos-U program compiled for ethos-u55-256 is refused for corstone_320 (ethos-u85-256)."""
+    import dataclasses
+    import shutil
+
+    from armgen.program_report import DelegateInfo, ProgramReport, VelaInfo
+
+    report, pte, report_path = kws
+    prog = tmp_path / "eu"
+    prog.mkdir()
+    shutil.copy(pte, prog / "kws.pte")
+    vela = VelaInfo("ethos-u55-256", "Ethos_U55_High_End_Embedded", "Shared_Sram", 22048, 0, 1816, 30240)
+    dataclasses.replace(ProgramReport.load(report_path), backend="ethos-u", target="ethos-u55-256",
+                        delegates=(DelegateInfo("EthosUBackend", 34000, vela),)).save(prog / "kws.report.json")
+    out = tmp_path / "out"
+    out.mkdir()
+    r = armgen("new", "kws", "--board", "corstone_320", "--model", str(prog / "kws.pte"), "--out", str(out))
+    _assert_refused(r, out, set(),
+                    r"armgen: error: kws\.pte was compiled for ethos-u55-256, but board corstone_320 has an ethos-u85-256")
+    assert "hint: compile again: armgen compile kws --target ethos-u85-256 (or armgen new without --model)" in r.stderr
+
+
+def test_bad_input_program_for_another_cpu(kws, tmp_path):
+    r = armgen("new", "kws", "--board", "qemu_mps2_an386", "--model", str(kws[1]), "--out", str(tmp_path))
+    _assert_refused(r, tmp_path, set(), r"compiled for cortex-m55, but board 'qemu_mps2_an386' has a cortex-m4")
+    assert "hint: compile again: armgen compile kws --target cortex-m4 (or armgen new without --model)" in r.stderr
+    assert "--backend" not in r.stderr
+
+
 def test_bad_input_model_too_large(kws, tmp_path):
     """A board file whose RAM cannot hold the kws pools: the region and shortfall are named."""
     data = yaml.safe_load((BOARDS_DIR / "qemu_mps3_an547.yaml").read_text())

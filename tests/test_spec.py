@@ -117,6 +117,46 @@ def test_program_for_another_cpu_is_refused(kws_m55):
         make_spec(report, load_board("qemu_mps2_an386"), name="kws", pte_path=pte, report_path=report_path)
 
 
+def test_program_for_another_cpu_names_the_real_compile_flags(kws_m55):
+    report, pte, report_path = kws_m55
+    with pytest.raises(ProjectError) as err:
+        make_spec(report, load_board("qemu_mps2_an386"), name="kws", pte_path=pte, report_path=report_path)
+    assert err.value.hint == "compile again: armgen compile kws --target cortex-m4 (or armgen new without --model)"
+    assert "--backend" not in err.value.hint  # `armgen compile` has no --backend flag
+    # The backend mismatch hint names --target too.
+    with pytest.raises(ProjectError) as err:
+        make_spec(report, load_board("corstone_320"), name="kws", pte_path=pte, report_path=report_path)
+    assert "compiled for backend 'cortex-m', not 'ethos-u'" in err.value.message
+    assert err.value.hint == "compile again: armgen compile kws --target ethos-u85-256 (or armgen new without --model)"
+    # Emulator stand-ins (armgen run) still accept a program for a neighbouring CPU.
+    spec = make_spec(report, load_board("qemu_mps2_an386"), name="kws", pte_path=pte, report_path=report_path,
+                     allow_cpu_mismatch=True)
+    assert spec.cpu == "cortex-m4"
+
+
+def _as_ethos_u(report, target):
+    vela = VelaInfo(target, "Ethos_U55_High_End_Embedded", "Shared_Sram", 22048, 0, 1816, 30240)
+    return dataclasses.replace(report, backend="ethos-u", target=target,
+                               delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
+
+
+def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
+    """A Vela command stream runs only on the NPU configuration it was compiled for."""
+    report, pte, report_path = kws_m55
+    u55 = _as_ethos_u(report, "ethos-u55-256")
+    with pytest.raises(ProjectError) as err:
+        make_spec(u55, load_board("corstone_320"), name="kws", pte_path=pte, report_path=report_path)
+    assert err.value.message == "kws.pte was compiled for ethos-u55-256, but board corstone_320 has an ethos-u85-256"
+    assert err.value.hint == "compile again: armgen compile kws --target ethos-u85-256 (or armgen new without --model)"
+    # also for emulator stand-ins: no NPU runs another configuration's command stream
+    with pytest.raises(ProjectError, match="compiled for ethos-u55-256"):
+        make_spec(u55, load_board("corstone_300"), name="kws", pte_path=pte, report_path=report_path,
+                  allow_cpu_mismatch=True)
+    # the matching configuration is accepted
+    spec = make_spec(u55, load_board("alif_e8"), name="kws", pte_path=pte, report_path=report_path)
+    assert spec.target == spec.board.npu.vela_accelerator == "ethos-u55-256"
+
+
 def test_ethos_u_on_a_board_without_npu_is_refused(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError, match="has no Ethos-U NPU"):
@@ -127,7 +167,8 @@ def test_npu_pools_only_in_npu_reachable_regions(kws_m55):
     """Planned and temp pools of a delegated program go where the NPU reaches (not DTCM)."""
     report, pte, report_path = kws_m55
     vela = VelaInfo("ethos-u85-256", "Ethos_U85_SYS_DRAM_Mid", "Sram_Only", 22048, 0, 1816, 30240)
-    delegated = dataclasses.replace(report, backend="ethos-u", delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
+    delegated = dataclasses.replace(report, backend="ethos-u", target="ethos-u85-256",
+                                    delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
     board = load_board("corstone_320")
     spec = make_spec(delegated, board, name="kws", pte_path=pte, report_path=report_path)
     reachable = {r.name for r in board.regions if r.npu_address is not None}
