@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
@@ -125,10 +125,12 @@ COMPONENT_RULES: tuple[ComponentRule, ...] = (
     ),
     ComponentRule(
         "portable_kernels",
-        archive=r"libportable_(kernels|ops_lib)\.a|liboptimized_.*\.a|libkernels_util_all_deps\.a",
+        archive=r"lib(armgen_)?portable_kernels\.a|libportable_ops_lib\.a|liboptimized_.*\.a|libkernels_util_all_deps\.a",
     ),
-    ComponentRule("quantized_kernels", archive=r"libquantized_(kernels|ops_lib)\.a"),
-    ComponentRule("cortex_m_kernels", archive=r"libcortex_m_(kernels|ops_lib)\.a"),
+    ComponentRule("quantized_kernels", archive=r"lib(armgen_)?quantized_kernels\.a|libquantized_ops_lib\.a"),
+    # armgen's own kernel archives (templates/*: armgen_<x>_kernels); its armgen_<x>_ops_lib archives
+    # only hold the generated registration and fall to kernel_registration below.
+    ComponentRule("cortex_m_kernels", archive=r"lib(armgen_)?cortex_m_kernels\.a|libcortex_m_ops_lib\.a"),
     ComponentRule("cmsis_nn", archive=r"libcmsis[-_]nn\.a"),
     ComponentRule("kernel_registration", archive=r"lib.*_ops_lib(_impl)?\.a"),
     ComponentRule("libc", archive=_LIBC),
@@ -607,7 +609,9 @@ class MapInput:
     Attributes:
         output_section: ELF section it was placed in. input_section: e.g. ``.text.main``, ``*fill*``.
         address (VMA), size: bytes. archive: archive file name or None. obj: object file name (the
-        member for archives) or None for linker-made bytes (fill, stubs).
+        member for archives) or None for linker-made bytes (fill, stubs). size_before: the
+        ``(size before relaxing)`` figure ld prints under lines whose size it changed (merged
+        SHF_MERGE string sections), else None.
     """
 
     output_section: str
@@ -616,6 +620,7 @@ class MapInput:
     size: int
     archive: str | None
     obj: str | None
+    size_before: int | None = None
 
 
 @dataclass(frozen=True)
@@ -632,6 +637,7 @@ _OUT_NAME = re.compile(r"^([^\s*(][^\s(]*)\s*$")
 _IN_FULL = re.compile(rf"^ (\S+)\s+{_HEX}\s+{_HEX}(?:\s+(.*?))?\s*$")
 _IN_NAME = re.compile(r"^ ([^\s*(]\S*|\*fill\*)\s*$")
 _ADDR_SIZE = re.compile(rf"^\s+{_HEX}\s+{_HEX}(?:\s+load address {_HEX})?(?:\s+(.*?))?\s*$")
+_BEFORE_RELAXING = re.compile(rf"^\s+{_HEX} \(size before relaxing\)\s*$")
 _MEMBER = re.compile(r"^(.*?)\((.*)\)$")
 _KEYWORDS = {"LOAD", "OUTPUT", "START", "END", "INPUT", "GROUP", "OUTPUT_FORMAT", "OUTPUT_ARCH"}
 
@@ -689,6 +695,11 @@ def parse_map(text: str) -> LinkerMap:
                     MapInput(current, pending_name, int(m.group(1), 16), int(m.group(2), 16), archive, obj)
                 )
                 continue
+        m = _BEFORE_RELAXING.match(line)
+        if m:
+            if inputs and current is not None:
+                inputs[-1] = replace(inputs[-1], size_before=int(m.group(1), 16))
+            continue
         if not line.startswith(" "):
             word = line.split()[0]
             if word in _KEYWORDS or "(" in word:
@@ -753,12 +764,35 @@ def _find_region(regions: tuple[MemoryRegion, ...], address: int, size: int) -> 
 def _attribute_map(
     sec: _RawSection, lmap: LinkerMap, rules: tuple[ComponentRule, ...]
 ) -> dict[str, int]:
+    """Bytes of ``sec`` per component from the map's input-section lines, by address range.
+
+    GNU ld merges SHF_MERGE|SHF_STRINGS sections (``.rodata.str1.*``): every merged input line keeps
+    its own size but several start at the same address, so the lines overlap and their sizes add up
+    to more than the output section. Each byte goes to the first line that claims it (bloaty's
+    first-claimant rule). Lines are ordered by address; at one address a line whose printed size
+    grew past its ``size before relaxing`` (a merged section whose strings all went into another
+    one's; ld prints a neighbour's size for it) comes last, then map order. A line claims at most
+    its size before merging.
+    Pieces are clipped to the section, so the result never exceeds ``sec.size``; the caller books
+    the uncovered rest as unattributed.
+    """
+    end_of_sec = sec.vma + sec.size
+    pieces = [
+        (inp.address, i, inp)
+        for i, inp in enumerate(lmap.inputs)
+        if inp.output_section == sec.name and inp.size > 0
+        and inp.address < end_of_sec and inp.address + inp.size > sec.vma
+    ]
+    pieces.sort(key=lambda t: (t[0], t[2].size > (t[2].size_before or t[2].size), t[1]))
     out: dict[str, int] = {}
-    for inp in lmap.inputs:
-        if inp.output_section != sec.name or inp.size == 0:
-            continue
-        if not (sec.vma <= inp.address and inp.address + inp.size <= sec.vma + sec.size):
-            continue
+    covered_to = sec.vma
+    for _, _, inp in pieces:
+        own = inp.size if inp.size_before is None else min(inp.size, inp.size_before)
+        begin = max(inp.address, covered_to)
+        end = min(inp.address + own, end_of_sec)
+        if end <= begin:
+            continue  # bytes already credited to an earlier (merged) line
+        covered_to = end
         comp = classify(
             output_section=sec.name,
             input_section=inp.input_section,
@@ -766,7 +800,7 @@ def _attribute_map(
             obj=None if inp.archive else inp.obj,
             rules=rules,
         )
-        out[comp] = out.get(comp, 0) + inp.size
+        out[comp] = out.get(comp, 0) + (end - begin)
     return out
 
 
@@ -886,11 +920,9 @@ def size_elf(
             comps = _attribute_map(sec, lmap, rules)
         else:
             comps = _attribute_symbols(sec, elf, rules, use_dwarf=attribution == "dwarf")
-        rest = sec.size - sum(comps.values())
+        rest = sec.size - sum(comps.values())  # >= 0: both attributions clip overlaps
         if rest > 0:
             comps[UNATTRIBUTED] = comps.get(UNATTRIBUTED, 0) + rest
-        elif rest < 0:  # overlapping input lines; never seen from GNU ld, keep the sum exact anyway
-            comps = {UNATTRIBUTED: sec.size}
         writable = bool(sec.flags & _SHF_WRITE) or sec.nobits
         wanted: list[tuple[Literal["run", "image"], int]] = [("run", sec.vma)]
         if not sec.nobits and sec.lma != sec.vma:

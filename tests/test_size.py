@@ -544,3 +544,70 @@ OUTPUT(fw.elf elf32-littlearm)
         (".text", "*fill*", 0x3C, 8, None, None),
         (".data", ".data.x", 0x20000000, 0x10, None, "app.c.obj"),
     ]
+
+
+# ------------------------------------------------------------------------------- merged strings
+
+# GNU ld merges SHF_MERGE|SHF_STRINGS input sections (.rodata.str1.1): with -Os the map then lists
+# a.o's .rodata.str1.1 ("" merged into another string's NUL; "0xa ... 0x1 (size before relaxing)")
+# and b.o's .rodata.str1.1 ("planned_1\0", 10 B) at the same address, as in a real ExecuTorch build.
+MERGE_A_C = r"""
+extern const char *volatile b_name;
+const char *volatile a_empty = "";
+const char *volatile sink;
+void Reset_Handler(void) {
+  sink = "pool_info";          /* a.o: .rodata.Reset_Handler.str1.1, 10 B */
+  sink = a_empty;
+  sink = b_name;
+  for (;;) {}
+}
+"""
+MERGE_B_C = r"""
+const char *volatile b_name = "planned_1";  /* b.o (in libcmsis-nn.a): .rodata.str1.1, 10 B */
+const char *volatile b_dup = "pool_info";   /* identical to a.o's: merged away */
+"""
+MERGE_LD = """
+MEMORY { FLASH (rx) : ORIGIN = 0, LENGTH = 64K  RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 16K }
+ENTRY(Reset_Handler)
+SECTIONS {
+  .text : { *(.text*) } > FLASH
+  .rodata : { *(.rodata*) } > FLASH
+  .data : { *(.data*) } > RAM AT> FLASH
+  .bss (NOLOAD) : { *(.bss*) } > RAM
+}
+"""
+
+
+def test_merged_strings_attributed_by_address(tmp_path: Path) -> None:
+    """Overlapping merged-string map lines: every byte credited once, to the object that owns it."""
+    (tmp_path / "a.c").write_text(MERGE_A_C)
+    (tmp_path / "b.c").write_text(MERGE_B_C)
+    (tmp_path / "link.ld").write_text(MERGE_LD)
+    flags = ["-mcpu=cortex-m4", "-mthumb", "-Os", "-ffunction-sections", "-fdata-sections", "-fmerge-constants"]
+    _run([GCC, *flags, "-c", "a.c", "-o", "a.o"], tmp_path)
+    _run([GCC, *flags, "-c", "b.c", "-o", "b.o"], tmp_path)
+    _run([AR, "rcs", "libcmsis-nn.a", "b.o"], tmp_path)
+    _run([GCC, *flags, "-nostartfiles", "-nostdlib", "-T", "link.ld", "-Wl,-Map=fw.map", "-Wl,--gc-sections",
+          "a.o", "libcmsis-nn.a", "-o", "fw.elf"], tmp_path)
+    lmap = parse_map((tmp_path / "fw.map").read_text())
+    strs = [i for i in lmap.inputs if i.output_section == ".rodata" and ".str1." in i.input_section]
+    # The link really has the overlap: the input lines add up to more than the output section.
+    assert sum(i.size for i in strs) > lmap.outputs[".rodata"][1]
+    assert len({i.address for i in strs}) < len(strs)
+    assert any(i.obj == "a.o" and i.size_before == 1 for i in strs)
+
+    r = size_elf(tmp_path / "fw.elf", None, tmp_path / "fw.map")
+    check_sums(r)
+    rodata = r.section(".rodata")
+    assert rodata.size == 20  # "pool_info\0" + "planned_1\0"; "" and b's "pool_info" merged away
+    assert dict(rodata.components) == {"app": 10, "cmsis_nn": 10}
+    assert all(v > 0 for _, v in rodata.components)
+
+
+def test_armgen_kernel_archives_classified() -> None:
+    """The archives armgen's templates build (armgen_<x>_kernels, armgen_<x>_ops_lib) land in their components."""
+    assert classify(archive="libarmgen_cortex_m_kernels.a") == "cortex_m_kernels"
+    assert classify(archive="libarmgen_portable_kernels.a") == "portable_kernels"
+    assert classify(archive="libarmgen_quantized_kernels.a") == "quantized_kernels"
+    for reg in ("libarmgen_cortex_m_ops_lib.a", "libarmgen_portable_ops_lib.a", "libarmgen_prim_ops_lib.a"):
+        assert classify(archive=reg) == "kernel_registration", reg
