@@ -160,13 +160,16 @@ def test_ethos_u_delegate_facts_come_from_the_blob(compiled, target):
         "ethos-u85-256": ("Ethos_U85_SYS_DRAM_Mid", "Sram_Only"),
     }[target]
     assert {(d.vela.system_config, d.vela.memory_mode) for d in report.delegates} == {expected_defaults}
-    assert report.temp_allocator_size == sum(d.vela.scratch_size for d in report.delegates)
+    # The temp allocator is reset after every instruction, so the largest scratch (16-aligned) is the need.
+    assert report.temp_allocator_size == -(-max(d.vela.scratch_size for d in report.delegates) // 16) * 16
     # non-delegated quantize/dequantize are the cortex_m ones, never quantized_decomposed
     assert not any(o.name.startswith("quantized_decomposed::") for o in report.operators)
 
 
-def test_ethos_u85_256_runs_kws_entirely_on_the_npu(compiled):
-    report = compiled("kws", "ethos-u85-256").report
+@pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u85-256"])
+def test_kws_runs_entirely_on_the_npu(compiled, target):
+    # The sample's global average pool has stride 1, which the U55 accepts (stride <= 3).
+    report = compiled("kws", target).report
     assert report.operators == ()
     assert len(report.delegates) == 1
 

@@ -6,10 +6,13 @@ Errors are mapped to exit codes in one place, :func:`run_cli` (see :mod:`armgen.
 
 from __future__ import annotations
 
+import logging
 import sys
 import traceback
+import warnings
 
 import click
+from rich.markup import escape
 
 from armgen import __version__
 from armgen.errors import ArmgenError
@@ -35,9 +38,9 @@ class _Group(click.Group):
         except ArmgenError as exc:
             if verbose or "-v" in sys.argv[1:2]:
                 traceback.print_exc()
-            err_console.print(f"[bold red]armgen: error:[/] {exc.message}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]armgen: error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
             if exc.hint:
-                err_console.print(f"hint: {exc.hint}", highlight=False, soft_wrap=True)
+                err_console.print(f"hint: {escape(exc.hint)}", highlight=False, soft_wrap=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
@@ -48,7 +51,7 @@ class _Group(click.Group):
             if verbose:
                 traceback.print_exc()
             err_console.print(
-                f"[bold red]armgen: internal error:[/] {type(exc).__name__}: {exc}",
+                f"[bold red]armgen: internal error:[/] {type(exc).__name__}: {escape(str(exc))}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -68,6 +71,40 @@ def main(ctx: click.Context, verbose: int) -> None:
     """armgen: turn a PyTorch model and a board definition into Cortex-M / Ethos-U firmware."""
     ctx.ensure_object(dict)
     ctx.obj["verbose"] = verbose
+    if not verbose:
+        quiet_upstream_logs()
+
+
+#: Loggers of the ML stack whose import- and export-time chatter buries armgen's own lines
+#: (torchao's optional-kernel load failures, torch's pytree Enum notices, ExecuTorch's
+#: PassManager deprecation). ``armgen -v`` keeps them.
+_NOISY_LOGGERS = (
+    "torchao",
+    "torch.utils._pytree",
+    "torch._export",
+    "torch.export",
+    "torch._dynamo",
+    "executorch",
+    "ethosu",
+    "root",
+    # Sets its own level to WARNING at import, after armgen runs; a filter survives that.
+    "executorch.exir.pass_manager",
+)
+
+
+def _errors_only(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.ERROR
+
+
+def quiet_upstream_logs() -> None:
+    """Raise the ML stack's loggers to ERROR and drop its Python warnings (not armgen's own)."""
+    for name in _NOISY_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.ERROR)
+        if _errors_only not in logger.filters:
+            logger.addFilter(_errors_only)
+    for module in ("torch", "torchao", "executorch", "ethosu", "tosa"):
+        warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
 
 
 # Sub-commands register themselves on `main` when imported.

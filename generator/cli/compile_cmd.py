@@ -13,19 +13,6 @@ from armgen.cli._console import err_console, out_console
 from armgen.program_report import ProgramReport
 
 
-def _quiet_upstream_logs() -> None:
-    """Keep torch/torchao/ExecuTorch import chatter off stderr unless ``armgen -v`` is given."""
-    import logging
-
-    ctx = click.get_current_context(silent=True)
-    verbose = bool(ctx and ctx.find_root().params.get("verbose"))
-    if verbose:
-        return
-    for name in ("torchao", "torch.utils._pytree", "torch._export", "torch.export", "executorch",
-                 "ethosu", "root"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-
-
 def _print_report(report: ProgramReport) -> None:
     """Print a report as rich tables on stdout (same content as the JSON).
 
@@ -146,7 +133,6 @@ def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_
     Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
     (default /work/shared/models/mlperf_tiny) when the reference .tflite is there.
     """
-    _quiet_upstream_logs()
     from armgen.compile import compile_model
 
     with err_console.status(f"compiling {model} for {target} ..."):
@@ -172,7 +158,6 @@ def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def inspect_cmd(pte, as_json):
     """Read an ExecuTorch program (.pte) and print its program report."""
-    _quiet_upstream_logs()
     from armgen.inspect_program import inspect_pte
 
     report = inspect_pte(Path(pte))
