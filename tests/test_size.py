@@ -611,3 +611,11 @@ def test_armgen_kernel_archives_classified() -> None:
     assert classify(archive="libarmgen_quantized_kernels.a") == "quantized_kernels"
     for reg in ("libarmgen_cortex_m_ops_lib.a", "libarmgen_portable_ops_lib.a", "libarmgen_prim_ops_lib.a"):
         assert classify(archive=reg) == "kernel_registration", reg
+
+
+def test_text_with_brackets_is_not_rich_markup(fw: tuple[Path, Path], board_file: Path) -> None:
+    """Component keys ("[model]") and user text in tables/messages print verbatim, not as rich markup."""
+    elf, mapf = fw
+    code, out, err = invoke("size", str(elf), "--map", str(mapf), "--board", str(board_file))
+    assert code == 0, err
+    assert "model (.pte) [model]" in out and "[cmsis_nn]" in out

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from armgen.cli import main
@@ -86,6 +87,11 @@ def _load_board(spec: str) -> Any:
     return load_board(spec)
 
 
+def _add_row(t: Table, *cells: str, **kwargs: Any) -> None:
+    """Add a row of plain text: names, paths and keys like ``[runtime_core]`` are not rich markup."""
+    t.add_row(*(escape(c) for c in cells), **kwargs)
+
+
 def _region_table(report: ElfSizeReport) -> Table:
     t = Table(title="memory regions" if report.regions_known else "memory (regions unknown: no board)")
     for col, just in (("region", "left"), ("kind", "left"), ("base", "right"), ("used", "right"),
@@ -93,9 +99,9 @@ def _region_table(report: ElfSizeReport) -> Table:
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     if report.regions_known:
         for r in report.regions:
-            t.add_row(r.name, r.kind, f"0x{r.base:08x}", f"{r.used:,}", f"{r.usable:,}", f"{r.percent:.1f}")
-    t.add_row("flash total", "", "", f"{report.flash:,}", "", "", style="bold")
-    t.add_row("RAM total", "", "", f"{report.ram:,}", "", "", style="bold")
+            _add_row(t, r.name, r.kind, f"0x{r.base:08x}", f"{r.used:,}", f"{r.usable:,}", f"{r.percent:.1f}")
+    _add_row(t, "flash total", "", "", f"{report.flash:,}", "", "", style="bold")
+    _add_row(t, "RAM total", "", "", f"{report.ram:,}", "", "", style="bold")
     return t
 
 
@@ -108,7 +114,7 @@ def _section_table(report: ElfSizeReport) -> Table:
             (p.region or "-") + (" (image)" if p.what == "image" else "") for p in s.placements
         ) if report.regions_known else ""
         lma = f"0x{s.lma:08x}" if s.lma != s.vma else ""
-        t.add_row(s.name, s.type, f"0x{s.vma:08x}", lma, f"{s.size:,}", f"{s.flash:,}", f"{s.ram:,}", where)
+        _add_row(t, s.name, s.type, f"0x{s.vma:08x}", lma, f"{s.size:,}", f"{s.flash:,}", f"{s.ram:,}", where)
     return t
 
 
@@ -117,8 +123,8 @@ def _component_table(report: ElfSizeReport) -> Table:
     for col in ("component", "flash", "RAM"):
         t.add_column(col, justify="left" if col == "component" else "right")
     for c in report.components:
-        t.add_row(COMPONENT_LABELS.get(c.name, c.name) + f" [{c.name}]", f"{c.flash:,}", f"{c.ram:,}")
-    t.add_row("total", f"{report.flash:,}", f"{report.ram:,}", style="bold")
+        _add_row(t, COMPONENT_LABELS.get(c.name, c.name) + f" [{c.name}]", f"{c.flash:,}", f"{c.ram:,}")
+    _add_row(t, "total", f"{report.flash:,}", f"{report.ram:,}", style="bold")
     return t
 
 
@@ -127,14 +133,14 @@ def _ram_table(report: ElfSizeReport) -> Table:
     for col in ("item", "bytes", "section", "region"):
         t.add_column(col, justify="right" if col == "bytes" else "left")
     for p in report.pools:
-        t.add_row(f"pool {p.name}", f"{p.size:,}", p.section, p.region or "-")
+        _add_row(t, f"pool {p.name}", f"{p.size:,}", p.section, p.region or "-")
     for name in (".stack", ".heap"):
         try:
             s = report.section(name)
         except KeyError:
             continue
         region = s.placements[0].region or "-"
-        t.add_row(name.lstrip("."), f"{s.size:,}", name, region)
+        _add_row(t, name.lstrip("."), f"{s.size:,}", name, region)
     return t
 
 
@@ -152,7 +158,7 @@ def _compare_tables(cmp: SizeComparison) -> list[Table]:
         for col in ("name", "old", "new", "delta"):
             t.add_column(col, justify="left" if col == "name" else "right")
         for d in rows:
-            t.add_row(d.name, f"{d.old:,}", f"{d.new:,}", f"{d.delta:+,}")
+            _add_row(t, d.name, f"{d.old:,}", f"{d.new:,}", f"{d.delta:+,}")
         tables.append(t)
     return tables
 
@@ -231,7 +237,7 @@ def size_command(
             svg_path.write_text(svg)
         svg_written: str | None = str(svg_path)
     except OSError as exc:
-        err_console.print(f"armgen: warning: cannot write {svg_path}: {exc.strerror}", highlight=False)
+        err_console.print(f"armgen: warning: cannot write {svg_path}: {exc.strerror}", highlight=False, markup=False)
         svg_written = None
 
     if as_json:
@@ -247,7 +253,7 @@ def size_command(
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
         for note in report.notes:
-            err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
+            err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
         _print(_region_table(report))
         _print(_section_table(report))
         _print(_component_table(report))
@@ -256,14 +262,15 @@ def size_command(
         if comparison is not None:
             out_console.print(
                 f"compared with {comparison.old_elf}: flash {comparison.flash.delta:+,} B, "
-                f"RAM {comparison.ram.delta:+,} B"
+                f"RAM {comparison.ram.delta:+,} B",
+                markup=False,
             )
             for t in _compare_tables(comparison):
                 _print(t)
         if svg_written:
-            err_console.print(f"wrote {svg_written}", highlight=False)
+            err_console.print(f"wrote {svg_written}", highlight=False, markup=False)
     for v in violations:
         err_console.print(f"armgen: over budget: {v.message}" if v.kind != "placement"
-                          else f"armgen: misplaced: {v.message}", highlight=False, soft_wrap=True)
+                          else f"armgen: misplaced: {v.message}", highlight=False, soft_wrap=True, markup=False)
     if violations:
         raise click.exceptions.Exit(1)
