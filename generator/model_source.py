@@ -4,7 +4,7 @@ Accepted ``MODEL`` arguments of ``armgen compile``:
 
 ``kws`` | ``vww`` | ``ic`` | ``ad``
     A built-in sample (see ``samples/``). Trained weights are loaded from the MLPerf Tiny
-    reference ``.tflite`` in ``$ARMGEN_MLPERF_DIR`` (default ``/work/shared/models/mlperf_tiny``)
+    reference ``.tflite`` in ``$ARMGEN_MLPERF_DIR`` (default ``../shared/models/mlperf_tiny`` beside the checkout)
     when the file is there, else fixed-seed weights are used with a warning.
 ``path/to/file.py``
     A Python file defining module-level ``model`` (an ``nn.Module``) and ``example_inputs`` (a
@@ -32,10 +32,11 @@ import torch
 from torch import nn
 
 from armgen.errors import ModelError
-from armgen.paths import SAMPLES_DIR
+from armgen.paths import REPO_ROOT, SAMPLES_DIR
 
-#: Default folder of the trained MLPerf Tiny reference models.
-DEFAULT_MLPERF_DIR = Path("/work/shared/models/mlperf_tiny")
+#: Default folder of the trained MLPerf Tiny reference models: ``shared/models/mlperf_tiny``
+#: beside the armgen checkout (where this project's data files live; CI lays a copy there too).
+DEFAULT_MLPERF_DIR = REPO_ROOT.parent / "shared" / "models" / "mlperf_tiny"
 
 _SAMPLES_PACKAGE = "armgen_samples"
 

@@ -12,7 +12,7 @@ Each sample module (``kws``, ``vww``, ``ic``, ``ad``) defines the same names, wh
     reconstruction of its input).
 ``WEIGHTS_FILE``
     File name of the trained float TFLite reference model in the MLPerf Tiny models folder
-    (``$ARMGEN_MLPERF_DIR``, default ``/work/shared/models/mlperf_tiny``).
+    (``$ARMGEN_MLPERF_DIR``, default ``../shared/models/mlperf_tiny`` beside the checkout).
 ``build_model()``
     The architecture as an ``nn.Module`` in eval mode, with fixed-seed (untrained) weights.
 ``representative_inputs(count, seed)``

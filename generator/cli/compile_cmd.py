@@ -131,7 +131,7 @@ def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_
     """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
     Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
-    (default /work/shared/models/mlperf_tiny) when the reference .tflite is there.
+    (default ../shared/models/mlperf_tiny beside the checkout) when the reference .tflite is there.
     """
     from armgen.compile import compile_model
 
