@@ -267,8 +267,20 @@ def parse_revision_overrides(items: Iterable[str], pins: Iterable[ProjectPin]) -
 # git
 
 
-def _git(args: list[str], cwd: Path | None = None, what: str | None = None) -> str:
-    """Run git, return stdout; raise WorkspaceError with git's last stderr line on failure."""
+def _git_reason(stderr: str, returncode: int) -> str:
+    """The one stderr line that says why git failed: its first ``fatal:``/``error:`` line (prefix
+    dropped), else the first non-empty line; git's trailing advice ("Please make sure you have the
+    correct access rights / and the repository exists.") is never it."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in lines:
+        for prefix in ("fatal:", "error:"):
+            if ln.startswith(prefix):
+                return ln[len(prefix):].strip()
+    return lines[0] if lines else f"exit status {returncode}"
+
+
+def _git(args: list[str], cwd: Path | None = None, what: str | None = None, hint: str | None = None) -> str:
+    """Run git, return stdout; raise WorkspaceError(hint=hint) with git's reason in one line on failure."""
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="echo", LC_ALL="C")
     cmd = ["git", "-c", "advice.detachedHead=false", *args]
     try:
@@ -276,9 +288,8 @@ def _git(args: list[str], cwd: Path | None = None, what: str | None = None) -> s
     except FileNotFoundError as exc:
         raise WorkspaceError("git not found", hint="install git (Debian: apt-get install git)") from exc
     if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        last = lines[-1] if lines else f"exit status {proc.returncode}"
-        raise WorkspaceError(f"{what or 'git ' + args[0]} failed: {last}")
+        reason = _git_reason(proc.stderr, proc.returncode)
+        raise WorkspaceError(f"{what or 'git ' + args[0]} failed: {reason}", hint=hint)
     return proc.stdout
 
 
@@ -288,7 +299,12 @@ def remote_refs(url: str) -> dict[str, str]:
     Raises:
         WorkspaceError: the remote cannot be reached or is not a git repository.
     """
-    out = _git(["ls-remote", "--upload-pack", UPLOAD_PACK, url], what=f"reading {url}")
+    out = _git(
+        ["ls-remote", "--upload-pack", UPLOAD_PACK, url],
+        what=f"reading {url}",
+        hint="check the URL; with --mirror, check that the template's {owner}/{name} give an existing "
+        "repository (e.g. 'file:///work/.mirror/{owner}+{name}/repo')",
+    )
     refs: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, ref = line.partition("\t")

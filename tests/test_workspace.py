@@ -125,6 +125,20 @@ def test_mirror_template_error_through_cli(tmp_path):
     assert not target.exists()
 
 
+def test_mirror_without_repositories_says_what_git_said(tmp_path):
+    """A template that names no repository: git's reason in one line (not its trailing advice) + a hint."""
+    target = tmp_path / "ws"
+    template = f"file://{tmp_path}/nowhere/{{owner}}+{{name}}/repo"
+    result = CliRunner().invoke(main, ["workspace", "init", str(target), "--mirror", template])
+    assert result.exit_code == 2, result.output
+    error = [ln for ln in result.output.splitlines() if ln.startswith("armgen: error:")]
+    assert len(error) == 1, result.output
+    assert f"reading file://{tmp_path}/nowhere/pytorch+executorch/repo failed" in error[0]
+    assert "does not appear to be a git repository" in error[0] or "not found" in error[0]
+    assert "repository exists" not in result.output and "Traceback" not in result.output
+    assert any(ln.startswith("hint:") and "--mirror" in ln for ln in result.output.splitlines())
+
+
 def test_revision_overrides_parse_and_reject_unknown_projects():
     pins = load_manifest()
     assert parse_revision_overrides(["executorch=main", "cmsis-nn=abc1234"], pins) == {
