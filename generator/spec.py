@@ -514,21 +514,11 @@ def make_spec(
         placed,
         prefer_non_volatile=True,
     )
-    data_region = _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
     # .data/.bss: runtime statics plus, on semihosting consoles, the buffer `armgen run` hands a
     # new input over in (input.bin: all inputs, in .bss).
     semihosting = rtos == "baremetal" and board.baremetal.console == "semihosting"
     input_buffer = sum(t.nbytes for t in report.inputs) if semihosting else 0
-    placed[data_region.name] += DATA_RESERVE + _round_up(input_buffer, POOL_ALIGNMENT)
-    stack_region = _fastest([r for r in board.regions if "stack" in r.uses and r.volatile], "stack")
     heap_size = DEFAULT_HEAP_SIZE[backend]
-    placed[stack_region.name] += stack_size + heap_size
-    for reg in (data_region, stack_region):
-        if placed[reg.name] > reg.usable:
-            raise ProjectError(
-                f"region {reg.name} is short by {placed[reg.name] - reg.usable} bytes for stack, heap and data",
-                hint="choose a smaller stack or a board with more RAM",
-            )
 
     wanted: list[tuple[str, int, str, int | None, bool]] = []
     for i, size in enumerate(report.planned_buffers, start=1):
@@ -541,31 +531,69 @@ def make_spec(
     wanted.append(("method", method_bound, "method", None, False))
     if report.temp_allocator_size > 0:
         wanted.append(("temp", _round_up(report.temp_allocator_size, POOL_ALIGNMENT), "temp", None, uses_npu))
-
-    pools: dict[str, PoolPlan] = {}
-    # Largest first so the big buffers get first pick of the fast regions they can fit.
-    for pname, size, kind, mem_id, npu in sorted(wanted, key=lambda w: (-w[1], w[0])):
-        candidates = [
-            r for r in board.regions if "pools" in r.uses and r.volatile and (not npu or npu_reach(r))
-        ]
-        if not candidates:
-            raise ProjectError(
-                f"board '{board.name}' has no region for pool {pname}"
-                + (" that the NPU can reach" if npu else ""),
-                hint="add a region with `uses: [pools]` (and npu_address) to the board file",
-            )
-        region = _place(f"pool {pname}", _round_up(size, POOL_ALIGNMENT), candidates, placed)
-        pools[pname] = PoolPlan(
-            name=pname,
-            bytes=size,
-            region=region.name,
-            section=f".armgen_pool.{pname}",
-            kind=kind,  # type: ignore[arg-type]
-            memory_id=mem_id,
-            npu=npu,
-        )
     order = [f"planned_{i}" for i in range(1, len(report.planned_buffers) + 1)] + ["method", "temp"]
-    pool_plan = tuple(pools[n] for n in order if n in pools)
+    after_model = dict(placed)
+
+    def plan(data_region: MemoryRegion, stack_region: MemoryRegion) -> tuple[dict[str, int], tuple[PoolPlan, ...]]:
+        """Reserve data, stack and heap, then place the pools (largest first, fastest region)."""
+        placed = dict(after_model)
+        placed[data_region.name] += DATA_RESERVE + _round_up(input_buffer, POOL_ALIGNMENT)
+        placed[stack_region.name] += stack_size + heap_size
+        for reg in (data_region, stack_region):
+            if placed[reg.name] > reg.usable:
+                raise ProjectError(
+                    f"region {reg.name} is short by {placed[reg.name] - reg.usable} bytes for stack, heap and data",
+                    hint="choose a smaller stack or a board with more RAM",
+                )
+        pools: dict[str, PoolPlan] = {}
+        # Largest first so the big buffers get first pick of the fast regions they can fit.
+        for pname, size, kind, mem_id, npu in sorted(wanted, key=lambda w: (-w[1], w[0])):
+            candidates = [
+                r for r in board.regions if "pools" in r.uses and r.volatile and (not npu or npu_reach(r))
+            ]
+            if not candidates:
+                raise ProjectError(
+                    f"board '{board.name}' has no region for pool {pname}"
+                    + (" that the NPU can reach" if npu else ""),
+                    hint="add a region with `uses: [pools]` (and npu_address) to the board file",
+                )
+            region = _place(f"pool {pname}", _round_up(size, POOL_ALIGNMENT), candidates, placed)
+            pools[pname] = PoolPlan(
+                name=pname,
+                bytes=size,
+                region=region.name,
+                section=f".armgen_pool.{pname}",
+                kind=kind,  # type: ignore[arg-type]
+                memory_id=mem_id,
+                npu=npu,
+            )
+        return placed, tuple(pools[n] for n in order if n in pools)
+
+    if rtos == "zephyr":
+        # On Zephyr .data/.bss, the main stack and the kernel heap live in the region chosen as
+        # zephyr,sram; armgen.zephyr picks that region (the NPU pools' region when delegated, else the
+        # board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
+        # and the overlay all read the same region from the spec.
+        from armgen.zephyr import dts_facts, zephyr_sram_region
+
+        facts = dts_facts(board)
+        ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
+        placed, pool_plan = plan(ram, ram)
+        sram = zephyr_sram_region(board, facts, uses_npu, pool_plan)
+        if sram != ram.name:
+            ram = regions[sram]
+            placed, pool_plan = plan(ram, ram)
+            again = zephyr_sram_region(board, facts, uses_npu, pool_plan)
+            if again != sram:
+                raise ProjectError(
+                    f"no consistent zephyr,sram region: with stack and data in {sram} the NPU pools move to {again}",
+                    hint="give the NPU-reachable RAM regions more room in the board file, or choose a smaller stack",
+                )
+        data_region = stack_region = ram
+    else:
+        data_region = _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
+        stack_region = _fastest([r for r in board.regions if "stack" in r.uses and r.volatile], "stack")
+        placed, pool_plan = plan(data_region, stack_region)
 
     selected = tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library != "prim"))
     prim = tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library == "prim"))

@@ -271,20 +271,30 @@ def check_npu_placement(spec: Any) -> None:
             )
 
 
-def zephyr_sram_region(spec: Any, facts: DtsFacts) -> str:
+def zephyr_sram_region(board: Board, facts: DtsFacts, uses_npu: bool, pools: Any) -> str:
     """The region armgen makes ``zephyr,sram`` (Zephyr's .data/.bss/.noinit, main stack, heap).
 
     With an NPU: the region of the NPU pools (so that all DMA buffers and the runtime share one
     NPU-reachable RAM, as ExecuTorch's overlays do: Corstone-300 ``isram``, Alif ``sram0``), never
     a region the NPU cannot reach. Without: the board's default ``zephyr,sram``.
+
+    Called by :func:`armgen.spec.make_spec` only, which makes it the spec's ``data_region`` and
+    ``stack_region`` on Zephyr; :func:`zephyr_context` reads it back from the spec.
+
+    Args:
+        board: the board. facts: :func:`dts_facts` of it. uses_npu: the program has an Ethos-U
+            delegate. pools: the planned pools (:class:`armgen.spec.PoolPlan`, planned_1 first).
+
+    Returns:
+        str: an armgen region name.
     """
-    if spec.uses_npu:
-        npu_pools = [p for p in spec.pools if p.npu]
+    if uses_npu:
+        npu_pools = [p for p in pools if p.npu]
         if npu_pools:
             return npu_pools[0].region
-        regions = {r.name: r for r in spec.board.regions}
-        if regions[facts.sram].npu_address is None:
-            reach = [r for r in spec.board.regions if r.npu_address == r.base and r.volatile and "data" in r.uses]
+        regions = {r.name: r for r in board.regions}
+        if facts.sram not in regions or regions[facts.sram].npu_address is None:
+            reach = [r for r in board.regions if r.npu_address == r.base and r.volatile and "data" in r.uses]
             if reach:
                 return reach[0].name
     return facts.sram
@@ -348,7 +358,13 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
     zt = board.zephyr
     assert zt is not None
     check_npu_placement(spec)
-    sram = zephyr_sram_region(spec, facts)
+    # The spec decided zephyr,sram (zephyr_sram_region): .data/.bss and the main stack live there.
+    sram = spec.stack_region
+    if spec.data_region != sram:
+        raise ProjectError(
+            f"Zephyr keeps .data/.bss and the main stack in one region (zephyr,sram), but the plan puts "
+            f"data in {spec.data_region} and the stack in {sram}"
+        )
     dcache = has_dcache(board)
     new_nodes: dict[str, dict[str, Any]] = {}
 

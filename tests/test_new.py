@@ -244,3 +244,47 @@ def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
 
     assert embedded(stored) == stored.reshape(-1).tolist()
     assert embedded(x) == stored.reshape(-1).tolist()  # a logical-order array is put in memory order
+
+
+# ---- Zephyr: one region for data and stack -----------------------------------------------------
+@pytest.fixture(scope="module")
+def zephyr_programs(tmp_path_factory):
+    """kws compiled (torch.export, ExecuTorch lowering, Vela) for the NPU of alif_e8 and corstone_300."""
+    from armgen.compile import compile_model
+
+    out = {}
+    for board_name in ("alif_e8", "corstone_300"):
+        board = load_board(board_name)
+        npu = board.npu
+        out[board_name] = compile_model(
+            "kws", npu.vela_accelerator, out_dir=tmp_path_factory.mktemp(board_name), name="kws",
+            cpu=board.cpu.et_target, system_config=npu.vela_system_config, memory_mode=npu.vela_memory_mode,
+            vela_config_file=npu.vela_config_file,
+        )
+    return out
+
+
+@pytest.mark.parametrize("board_name", ["alif_e8", "corstone_300"])
+def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_programs, board_name):
+    """armgen.toml, the `new` summary (spec.stack_region), the README and the overlay name one region."""
+    from armgen import zephyr
+
+    res = zephyr_programs[board_name]
+    board = load_board(board_name)
+    spec = make_spec(res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path)
+    assert spec.rtos == "zephyr" and spec.uses_npu
+    files = render_project(spec).files
+    rec = tomllib.loads(files["armgen.toml"].decode())
+    facts = zephyr.ZEPHYR_DTS[board.zephyr.target]
+    overlay = files[f"boards/{zephyr.normalise_board_target(board.zephyr.target)}.overlay"].decode()
+    m = re.search(r"zephyr,sram = &(\w+);", overlay)
+    label = m.group(1) if m else facts.regions[facts.sram].label  # no line: the board's default stays
+    (sram,) = [name for name, dt in facts.regions.items() if dt.label == label]
+    assert rec["regions"]["stack"] == rec["regions"]["data"] == sram == spec.stack_region == spec.data_region
+    readme = files["README.md"].decode()
+    assert f"| main stack | {spec.stack_size} | zephyr,sram ({sram}) |" in readme
+    # zephyr,sram is where the NPU pools are (not Alif's DTCM, which the NPU sees only through an alias)
+    assert all(p.region == sram for p in spec.pools if p.npu)
+    # and the region's use counts the stack, heap and data reserve where they really are
+    use = {u.name: u.placed for u in spec.region_use}
+    assert use[sram] >= spec.stack_size + spec.heap_size + 8 * 1024 + sum(p.bytes for p in spec.pools if p.region == sram)
