@@ -9,9 +9,10 @@ timestamps, sorted iteration, LF line endings.
 
 :func:`render_project` returns ``{relative path: bytes}``; :func:`write_project` puts them on disk:
 into a temporary directory beside the destination, then one rename. An existing destination is
-refused unless ``force``; with ``force`` the old tree is swapped out atomically, its ``build/``
-directory is carried over and unchanged files keep their modification times, so a rebuild after a
-model change recompiles only what depends on the model.
+refused unless ``force``; with ``force`` the old tree is swapped out atomically: generated files are
+replaced (unchanged ones keep their modification times, so a rebuild after a model change recompiles
+only what depends on the model), its ``build/`` directory and every file armgen does not generate
+(the user's own) are carried over unchanged (:func:`write_project_result` lists them).
 """
 
 from __future__ import annotations
@@ -133,20 +134,50 @@ def render_project(spec: ProjectSpec) -> RenderedProject:
     return RenderedProject(name=spec.name, files=dict(sorted(files.items())))
 
 
-def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = False) -> Path:
-    """Write a rendered project to ``out_dir/<name>`` atomically.
+@dataclass(frozen=True)
+class WriteResult:
+    """What :func:`write_project_result` did.
 
-    Args:
-        rendered: from :func:`render_project`. out_dir: the parent directory (created if needed).
-        force: replace an existing project directory (its ``build/`` is kept, unchanged files keep
-            their modification times).
+    Attributes:
+        path: the project directory.
+        kept: POSIX paths (relative to ``path``, sorted) of files the old project had that armgen
+            does not generate, carried over unchanged by ``force`` (``build/`` not included).
+    """
+
+    path: Path
+    kept: tuple[str, ...] = ()
+
+
+def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = False) -> Path:
+    """Write a rendered project to ``out_dir/<name>`` atomically; see :func:`write_project_result`.
 
     Returns:
         Path: the project directory.
+    """
+    return write_project_result(rendered, out_dir, force=force).path
+
+
+def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: bool = False) -> WriteResult:
+    """Write a rendered project to ``out_dir/<name>`` atomically.
+
+    The files go into a temporary directory beside the destination, which then replaces it with
+    one rename.
+
+    Args:
+        rendered: from :func:`render_project`. out_dir: the parent directory (created if needed).
+        force: replace an existing project directory. Generated files are replaced (unchanged ones
+            keep their modification times); its ``build/`` is kept, and every other file armgen
+            does not generate (the user's own sources, notes) is carried over unchanged.
+
+    Returns:
+        WriteResult: the project directory and the files kept from the old project.
 
     Raises:
         ProjectError: the name escapes ``out_dir``; the destination exists without ``force``, or
-            exists and is not a directory; the files cannot be written (nothing is left behind).
+            exists and is not a directory; a file of the old project is in the way of a generated
+            one (a file where armgen now writes a directory, or the reverse); the files cannot be
+            written. In every error case the old project is left as it was and no temporary
+            directory is left behind.
     """
     validate_name(rendered.name)
     out_dir = Path(out_dir).expanduser().resolve()
@@ -166,6 +197,8 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
     except OSError as exc:
         raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
 
+    replacing = force and dest.is_dir()
+    kept = _user_files(dest, rendered) if replacing else ()
     tmp = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.armgen-", dir=out_dir))
     moved_build = False
     try:
@@ -181,7 +214,17 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
                         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
                 except OSError:
                     pass
-        if force and dest.is_dir():
+        for rel in kept:
+            # A copy (not a move): the old project stays whole until the final rename.
+            path = tmp / rel
+            if path.exists() or any(p.exists() and not p.is_dir() for p in path.parents if tmp in p.parents):
+                raise ProjectError(
+                    f"cannot keep your file {rel}: armgen generates a file or directory in its way",
+                    hint=f"move {dest / rel} elsewhere, then run `armgen new --force` again",
+                )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(dest / rel, path, follow_symlinks=False)
+        if replacing:
             build = dest / "build"
             if build.is_dir() and not build.is_symlink():
                 os.rename(build, tmp / "build")
@@ -203,7 +246,32 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
         if isinstance(exc, OSError):
             raise ProjectError(f"cannot write project {dest}: {exc}") from exc
         raise
-    return dest
+    return WriteResult(path=dest, kept=kept)
+
+
+def _user_files(dest: Path, rendered: RenderedProject) -> tuple[str, ...]:
+    """Files (and symlinks) under ``dest`` that are not in ``rendered`` and not under ``build/``.
+
+    Raises:
+        ProjectError: a directory of the old project sits where armgen writes a file.
+    """
+    kept = []
+    for root, dirs, files in os.walk(dest):
+        rel_root = Path(root).relative_to(dest)
+        if rel_root == Path("."):
+            dirs[:] = [d for d in dirs if d != "build"]
+        for name in sorted(files) + sorted(d for d in dirs if (Path(root) / d).is_symlink()):
+            rel = (rel_root / name).as_posix()
+            if rel not in rendered.files:
+                kept.append(rel)
+        for d in dirs:
+            rel = (rel_root / d).as_posix()
+            if rel in rendered.files and not (Path(root) / d).is_symlink():
+                raise ProjectError(
+                    f"cannot replace {dest / rel}: it is a directory, and armgen generates a file there",
+                    hint="move it elsewhere, then run `armgen new --force` again",
+                )
+    return tuple(sorted(kept))
 
 
 # ---- pieces rendered from Python ------------------------------------------------------------------

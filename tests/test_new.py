@@ -17,7 +17,7 @@ from _programs import armgen, compiled, tree
 
 from armgen.boards import BOARDS_DIR, load_board
 from armgen.errors import ProjectError
-from armgen.render import render_project, write_project
+from armgen.render import render_project, write_project, write_project_result
 from armgen.spec import make_spec
 
 pytestmark = pytest.mark.slow
@@ -117,12 +117,34 @@ def test_force_replaces_atomically_and_keeps_build(kws_spec, tmp_path):
     with pytest.raises(ProjectError, match="already exists"):
         write_project(render_project(kws_spec), tmp_path)
     assert (dest / "stale.txt").exists()  # untouched by the refused write
-    old_mtime = (dest / "src" / "main.cpp").stat().st_mtime_ns
-    write_project(render_project(kws_spec), tmp_path, force=True)
-    assert not (dest / "stale.txt").exists()
+    generated = render_project(kws_spec).files
+    (dest / "src" / "mycode.c").write_bytes(b"int mine(void) { return 42; }\n")
+    (dest / "src" / "main.cpp").write_text("edited by hand\n")  # a generated file: --force replaces it
+    old_pools = (dest / "src" / "model" / "armgen_pools.c").stat().st_mtime_ns
+    result = write_project_result(render_project(kws_spec), tmp_path, force=True)
+    assert result.path == dest
+    # never lost work: files armgen does not generate are carried over byte for byte
+    assert result.kept == ("src/mycode.c", "stale.txt")
+    assert (dest / "stale.txt").read_text() == "old"
+    assert (dest / "src" / "mycode.c").read_bytes() == b"int mine(void) { return 42; }\n"
     assert (dest / "build" / "keep.txt").read_text() == "x"
-    assert (dest / "src" / "main.cpp").stat().st_mtime_ns == old_mtime  # unchanged file, unchanged mtime
+    assert (dest / "src" / "main.cpp").read_bytes() == generated["src/main.cpp"]  # generated: replaced
+    assert (dest / "src" / "model" / "armgen_pools.c").stat().st_mtime_ns == old_pools  # unchanged, same mtime
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]  # no temp or trash left behind
+
+
+def test_force_refuses_when_a_user_file_is_in_the_way(kws_spec, tmp_path):
+    """A directory of the user's where armgen writes a file: refused, old project untouched."""
+    dest = write_project(render_project(kws_spec), tmp_path)
+    (dest / "notes.md").write_text("mine")
+    (dest / "README.md").unlink()
+    (dest / "README.md").mkdir()
+    (dest / "README.md" / "draft.txt").write_text("draft")
+    before = tree(dest)
+    with pytest.raises(ProjectError, match="README.md: it is a directory"):
+        write_project(render_project(kws_spec), tmp_path, force=True)
+    assert tree(dest) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]
 
 
 # ---- the CLI --------------------------------------------------------------------------------------
@@ -135,6 +157,19 @@ def test_new_cli_with_compiled_program(kws, tmp_path):
     assert rec["rtos"] == "baremetal" and rec["backend"] == "cortex-m"  # defaults for a QEMU board
     assert [p["bytes"] for p in rec["pools"] if p["name"].startswith("planned_")] == list(report.planned_buffers)
     assert "planned_1" in r.stdout and "created" in r.stderr
+    assert "kept" not in r.stderr
+
+    # --force keeps the user's own files and says so; generated files are replaced.
+    (project / "src" / "mycode.c").write_text("mine\n")
+    (project / "notes.md").write_text("notes\n")
+    (project / "armgen.toml").write_text("# hand edit\n")
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(pte), "--out", str(tmp_path), "--force")
+    assert r.returncode == 0, r.stderr
+    assert "kept 2 files armgen does not generate: notes.md, src/mycode.c" in r.stderr
+    assert (project / "src" / "mycode.c").read_text() == "mine\n" and (project / "notes.md").read_text() == "notes\n"
+    assert tomllib.loads((project / "armgen.toml").read_text())["name"] == "kws"
+    help_text = armgen("new", "--help").stdout
+    assert "generates is overwritten" in " ".join(help_text.split())
 
 
 def _assert_refused(r, tmp_path: Path, before: set[str], pattern: str) -> None:

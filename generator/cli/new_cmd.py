@@ -29,7 +29,9 @@ def _say(text: str) -> None:
               help="Default: ethos-u when the board has an NPU, cortex-m otherwise.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Parent directory of the project.")
-@click.option("--force", is_flag=True, help="Replace an existing project directory (its build/ is kept).")
+@click.option("--force", is_flag=True,
+              help="Replace an existing project directory: every file armgen generates is overwritten "
+                   "(edits to them are lost); build/ and files armgen does not generate (your own) are kept.")
 def new_cmd(
     name: str,
     board_name: str,
@@ -45,7 +47,7 @@ def new_cmd(
     Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad).
     """
     from armgen.boards import load_board
-    from armgen.render import render_project, write_project
+    from armgen.render import render_project, write_project_result
     from armgen.spec import default_backend, default_rtos, make_spec, validate_name
 
     # Cheap checks first: nothing is compiled or written for bad input.
@@ -81,10 +83,14 @@ def new_cmd(
             weights=str(Path(weights).expanduser().resolve()) if weights else None,
         )
         rendered = render_project(spec)
-        project = write_project(rendered, out_dir, force=force)
+        written = write_project_result(rendered, out_dir, force=force)
+        project = written.path
 
     _say(f"created {project} ({len(rendered.files)} files): {spec.rtos} project for {board.name}, "
          f"backend {spec.backend}, program {report.name} ({report.pte_size} B)")
+    if written.kept:
+        n = len(written.kept)
+        _say(f"kept {n} file{'s' if n != 1 else ''} armgen does not generate: {', '.join(written.kept)}")
     table = Table(title=f"memory pools of {name}", title_justify="left")
     for col in ("pool", "bytes", "region", "section"):
         table.add_column(col, justify="right" if col == "bytes" else "left")
