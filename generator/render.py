@@ -161,7 +161,7 @@ def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: boo
     """Write a rendered project to ``out_dir/<name>`` atomically.
 
     The files go into a temporary directory beside the destination, which then replaces it with
-    one rename.
+    one rename. Directories get mode ``0o777 & ~umask`` (files are created under the umask too).
 
     Args:
         rendered: from :func:`render_project`. out_dir: the parent directory (created if needed).
@@ -202,6 +202,7 @@ def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: boo
     tmp = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.armgen-", dir=out_dir))
     moved_build = False
     try:
+        tmp.chmod(_dir_mode())  # mkdtemp makes it 0o700; a project directory is an ordinary one
         for rel, data in rendered.files.items():
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,6 +273,13 @@ def _user_files(dest: Path, rendered: RenderedProject) -> tuple[str, ...]:
                     hint="move it elsewhere, then run `armgen new --force` again",
                 )
     return tuple(sorted(kept))
+
+
+def _dir_mode() -> int:
+    """``0o777`` less the process umask (what ``mkdir`` would give)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o777 & ~umask
 
 
 # ---- pieces rendered from Python ------------------------------------------------------------------

@@ -147,6 +147,26 @@ def test_force_refuses_when_a_user_file_is_in_the_way(kws_spec, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]
 
 
+def test_project_directories_are_not_private(kws_spec, tmp_path):
+    """mkdtemp's 0o700 must not leak into the project: directories get 0o777 & ~umask."""
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        dest = write_project(render_project(kws_spec), tmp_path)
+        assert stat.S_IMODE(dest.stat().st_mode) == 0o755
+        assert stat.S_IMODE((dest / "src").stat().st_mode) == 0o755
+        assert stat.S_IMODE((dest / "armgen.toml").stat().st_mode) == 0o644
+        again = write_project(render_project(kws_spec), tmp_path, force=True)
+        assert stat.S_IMODE(again.stat().st_mode) == 0o755
+        os.umask(0o027)
+        other = write_project(render_project(kws_spec), tmp_path / "g")
+        assert stat.S_IMODE(other.stat().st_mode) == 0o750
+    finally:
+        os.umask(umask)
+
+
 # ---- the CLI --------------------------------------------------------------------------------------
 def test_new_cli_with_compiled_program(kws, tmp_path):
     report, pte, _ = kws
