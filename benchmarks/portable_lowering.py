@@ -5,7 +5,8 @@ quantization (CortexMQuantizer, same calibration) and the same edge lowering
 (`to_edge_transform_and_lower`, ExecuTorch's default EdgeCompileConfig: the Cortex-M config would
 preserve aten.linear for its passes, which has no portable kernel), but no `CortexMPassManager`, so the
 program keeps `quantized_decomposed::quantize/dequantize_per_tensor` around ATen float operators
-and runs on ExecuTorch's portable + quantized kernels.
+and runs on ExecuTorch's portable + quantized kernels. Inputs stay in the default NCHW memory format
+(the channels_last conversion belongs to the Cortex-M flow; portable kernels reject mixed dim orders).
 
 armgen compile has no switch for this, so this helper swaps armgen.compile._lower_cortex_m for a
 copy without the pass manager and otherwise runs armgen's compile stage unchanged (same report,
@@ -36,11 +37,32 @@ def lower_without_cortex_m_passes(qep: Any, cpu: str) -> tuple[Any, list, list]:
     return edge, ins, outs
 
 
+def quantize_contiguous(model, example, calib, backend, target, system_config, memory_mode, vela_config_file):
+    """PT2E with CortexMQuantizer as armgen's compile stage does, but in the default (NCHW) memory
+    format: the portable kernels need one dim order for activations and weights, and the
+    channels_last conversion is part of the Cortex-M flow, not of the portable one."""
+    import torch
+    import armgen.compile as c
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    example = tuple(t.contiguous() for t in example)
+    calib = [tuple(t.contiguous() for t in s) for s in calib]
+    graph = c._export(model, example, "float model").module(check_guards=False)
+    prepared = prepare_pt2e(graph, CortexMQuantizer())
+    with torch.no_grad():
+        for sample in calib:
+            prepared(*sample)
+    converted = convert_pt2e(prepared)
+    return converted, c._export(converted, example, "quantized model")
+
+
 def main(argv: list[str]) -> int:
     sample, target, out_dir, name = argv
     import armgen.compile as c
 
     c._lower_cortex_m = lower_without_cortex_m_passes
+    c._quantize = quantize_contiguous
     res = c.compile_model(sample, target, out_dir=Path(out_dir), name=name)
     ops = sorted({o.name for o in res.report.operators}) if hasattr(res.report, "operators") else []
     print(res.pte_path)

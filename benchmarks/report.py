@@ -11,6 +11,7 @@ from typing import Any
 SAMPLES = ("kws", "vww", "ic", "ad")
 MACHINES = {"an547": "qemu_mps3_an547 (Cortex-M55)", "an386": "qemu_mps2_an386 (Cortex-M4)"}
 KIB = 1024
+FIT_ORDER = {"an547": ["qemu_mps3_an547", "corstone_300", "alif_e8_he"], "an386": ["qemu_mps2_an386", "stm32f4_disco"]}
 
 
 def n(v: Any) -> str:
@@ -213,10 +214,15 @@ def write_md(res: dict[str, Any], out: Path) -> None:
     if pl:
         L.append("## Exact pools vs upstream defaults (arithmetic on the board data, no build)\n")
         rows = []
-        for m, per in pl.items():
-            for s, c in per.items():
-                for cfg, r in c["configs"].items():
-                    fits = ", ".join(f"{b}: {'yes' if f['fits'] else 'NO'}" for b, f in r["fit"].items())
+        for m in MACHINES:
+            for s in SAMPLES:
+                c = pl.get(m, {}).get(s)
+                if not c:
+                    continue
+                order = ["armgen (exact)"] + [k for k in c["configs"] if k != "armgen (exact)"]
+                for cfg in order:
+                    r = c["configs"][cfg]
+                    fits = ", ".join(f"{b}: {'yes' if r['fit'][b]['fits'] else 'NO'}" for b in FIT_ORDER[m] if b in r["fit"])
                     rows.append([f"{s} / {m}", cfg, n(r["pools_reserved"]), n(r["ram_reserved"]),
                                  "yes" if r["program_loads"] else f"NO (needs {n(c['method_pool_needed_upstream_style'])} B method pool)",
                                  fits])
@@ -224,8 +230,9 @@ def write_md(res: dict[str, Any], out: Path) -> None:
                         "enough for the program", "pools fit the board"], rows, "llrrll"))
         L.append("\nUpstream runners take the planned buffers from the method pool, so the program needs "
                  "planned + method-allocator bytes there. A pool is one static array: it must fit one region that may "
-                 "hold pools (QEMU an547 has 256 MiB of DDR, so even 60 MiB fits there; the real Corstone-300/Alif E8/"
-                 "STM32F4 maps do not).\n")
+                 "hold pools. QEMU an547 and Corstone-300 have 256 MiB DDR windows, so even the 60 MiB pool fits "
+                 "there; Alif E8 (largest pool region 4 MiB), QEMU an386 (4 MiB) and STM32F4 (128 KiB SRAM) do not take it, "
+                 "and STM32F4 does not take mv2-ethosu's 1.5 MiB pools either.\n")
 
     pr = cmpres.get("portable_lowering", {})
     if pr:
@@ -267,6 +274,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
 
     notes = res.get("notes") or []
     findings = []
+    reattr: list[str] = []
     for m in MACHINES:
         for s in SAMPLES:
             for part in ("armgen", "tflm"):
@@ -278,7 +286,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
                 errs = [x for x in a.get("run_findings", []) if x.startswith("error")]
                 findings.append(f"`armgen run` on {s}/{m} exited {a.get('run_exit_status')}: " + "; ".join(errs))
             if a and a.get("components_note"):
-                findings.append(f"{s}/{m}: {a['components_note']}")
+                reattr.append(f"{s}/{m}")
             if a and a.get("libc_members") and m == "an547" and s == "kws":
                 heavy = [x for x in a["libc_members"] if any(k in x for k in ("(snprintf)", "(malloc)", "printf"))]
                 if heavy:
@@ -287,9 +295,17 @@ def write_md(res: dict[str, Any], out: Path) -> None:
             t = _get(res, "tflm", m, s)
             if t and t.get("arena_reserved") and t.get("arena_used") and t["arena_reserved"] - t["arena_used"] > 16:
                 findings.append(f"TFLM {s}/{m}: `arena_used_bytes()` reports {n(t['arena_used'])} B but the smallest arena "
-                                f"that works is {n(t['arena_reserved'])} B (AllocateTensors needs the difference transiently)")
+                                f"that works is {n(t['arena_reserved'])} B (AllocateTensors fails below that; the cause was not investigated)")
             if t and t.get("max_abs_diff_vs_litert"):
                 findings.append(f"TFLM {s}/{m}: outputs differ from LiteRT on the host by up to {t['max_abs_diff_vs_litert']} LSB")
+    if reattr:
+        findings.append("armgen.size gave the whole `.text` to `unattributed` for " + ", ".join(reattr) + ": GNU ld "
+                        "merges `.rodata.str1.*` string sections, so two map lines overlap; `bench.component_sizes()` "
+                        "re-attributes those sections from the same map (overlap counted once)")
+    app_big = [f"{s}/{m} {n(comp(a, 'app'))} B" for m in MACHINES for s in SAMPLES
+               if (a := _get(res, "armgen", m, s)) and comp(a, "app") > 16 * KIB]
+    if app_big:
+        findings.append("armgen's `app` component includes the sample's built-in input tensor (sample_io): " + ", ".join(app_big))
     if findings or notes:
         L.append("\n## Findings and notes\n")
         L += [f"- {x}" for x in findings + list(notes)]
