@@ -82,8 +82,9 @@ def test_manifest_parses_with_west_and_pins_what_the_issue_says():
     assert (pins["hal_ethos_u"].owner, pins["hal_ethos_u"].path) == ("zephyrproject-rtos", "modules/hal/ethos_u")
     assert (pins["zephyr"].revision, pins["zephyr"].groups) == ("v4.4.0", ("zephyr",))
     assert pins["hal_stm32"].groups == ("zephyr",)
-    for name in ("tflite-micro", "gemmlowp", "ruy", "kissfft"):
+    for name in ("tflite-micro", "gemmlowp", "ruy", "kissfft", "flatbuffers-tflm"):
         assert pins[name].groups == ("benchmarks",)
+    assert (pins["flatbuffers-tflm"].owner, pins["flatbuffers-tflm"].repo) == ("google", "flatbuffers")
     # default selection = the bare-metal set; the groups switch on exactly their projects
     assert {p.name for p in select_projects(pins.values())} == BARE_METAL
     assert {p.name for p in select_projects(pins.values(), ["zephyr"])} == BARE_METAL | {"zephyr", "hal_stm32"}
@@ -92,6 +93,7 @@ def test_manifest_parses_with_west_and_pins_what_the_issue_says():
         "gemmlowp",
         "ruy",
         "kissfft",
+        "flatbuffers-tflm",
     }
 
 
