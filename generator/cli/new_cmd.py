@@ -150,6 +150,8 @@ def _program(name, model, weights, board, backend, tmp: Path):
     result = compile_model(source, target, out_dir=tmp / "program", weights=weights, name=name, **kwargs)
     for note in result.notes:
         _say(f"note: {note}")
+    for warning in result.report.warnings:  # same warnings `armgen compile` prints (e.g. calibration data)
+        _say(f"warning: {warning}")
     desc = f"sample:{source}" if model is None else str(Path(source).expanduser().resolve()) if Path(source).exists() else source
     return result.report, result.pte_path, result.report_path, desc
 
