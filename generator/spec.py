@@ -430,6 +430,26 @@ def default_backend(board: Board) -> Backend:
     return "ethos-u" if board.npu is not None else "cortex-m"
 
 
+def resolve_options(name: str, board: Board, backend: str | None, rtos: str | None) -> tuple[str, str]:
+    """Check NAME and fill in the board's default backend and RTOS: the cheap checks of ``new``.
+
+    Returns:
+        ``(backend, rtos)``, e.g. ``("ethos-u", "zephyr")`` for alif_e8 with no options.
+
+    Raises:
+        ProjectError: NAME is not a C/CMake identifier; Ethos-U asked for a board without NPU.
+    """
+    validate_name(name)
+    backend = backend or default_backend(board)
+    rtos = rtos or default_rtos(board)
+    if backend == "ethos-u" and board.npu is None:
+        raise ProjectError(
+            f"board '{board.name}' has no Ethos-U NPU, so backend 'ethos-u' cannot be used",
+            hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
+        )
+    return backend, rtos
+
+
 def make_spec(
     report: ProgramReport,
     board: Board,
@@ -465,14 +485,7 @@ def make_spec(
             the board's ``npu.vela_accelerator`` (e.g. ethos-u55-256 for an ethos-u85-256); the model or a pool fits no region (message names the region
             and the shortfall in bytes).
     """
-    validate_name(name)
-    backend = backend or default_backend(board)
-    rtos = rtos or default_rtos(board)
-    if backend == "ethos-u" and board.npu is None:
-        raise ProjectError(
-            f"board '{board.name}' has no Ethos-U NPU, so backend 'ethos-u' cannot be used",
-            hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
-        )
+    backend, rtos = resolve_options(name, board, backend, rtos)
     if report.backend != backend:
         # `armgen compile` picks the backend from --target (cortex-m* or ethos-u*); it has no --backend.
         again = board.npu.vela_accelerator if backend == "ethos-u" and board.npu is not None else board.cpu.et_target

@@ -48,18 +48,11 @@ def new_cmd(
     """
     from armgen.boards import load_board
     from armgen.render import render_project, write_project_result
-    from armgen.spec import default_backend, default_rtos, make_spec, validate_name
+    from armgen.spec import make_spec, resolve_options
 
     # Cheap checks first: nothing is compiled or written for bad input.
-    validate_name(name)
     board = load_board(board_name)
-    backend = backend or default_backend(board)
-    rtos = rtos or default_rtos(board)
-    if backend == "ethos-u" and board.npu is None:
-        raise ProjectError(
-            f"board '{board.name}' has no Ethos-U NPU, so backend 'ethos-u' cannot be used",
-            hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
-        )
+    backend, rtos = resolve_options(name, board, backend, rtos)
     if rtos == "zephyr":
         if board.zephyr is None:
             raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
