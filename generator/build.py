@@ -22,13 +22,13 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
 from armgen.paths import workspace_dir
+from armgen.project_record import read_record
 
 #: Debian packages that provide the cross toolchain (compiler, newlib, libstdc++).
 TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
@@ -109,10 +109,7 @@ def load_project(project: Path | str | None = None) -> ProjectRecord:
             f"{root} is not an armgen project (no armgen.toml)",
             hint="run `armgen new NAME --board BOARD` first, or pass the project directory",
         )
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ProjectError(f"{path}: {exc}") from exc
+    data = read_record(path)
     try:
         return ProjectRecord(
             root=root,

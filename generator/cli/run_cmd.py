@@ -9,7 +9,6 @@ program, no QEMU stand-in, bad input).
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from rich.table import Table
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.errors import ArmgenError, ProjectError, RunError
+from armgen.project_record import read_record
 
 
 # ---- project record -----------------------------------------------------------------------------
@@ -29,12 +29,7 @@ def _read_record(project: Path) -> dict[str, Any]:
             f"{project} is not an armgen project (no armgen.toml)",
             hint="pass a project directory made by `armgen new`, e.g. armgen run ./kws",
         )
-    try:
-        data = tomllib.loads(toml_path.read_text())
-    except OSError as exc:
-        raise ProjectError(f"cannot read {toml_path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ProjectError(f"{toml_path}: not valid TOML ({exc})") from None
+    data = read_record(toml_path)
     for key in ("name", "board"):
         if not isinstance(data.get(key), str):
             raise ProjectError(f"{toml_path}: missing key '{key}'")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from rich.table import Table
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.errors import SizeError
+from armgen.project_record import read_record
 from armgen.size import (
     COMPONENT_LABELS,
     ElfSizeReport,
@@ -30,13 +30,7 @@ from armgen.size import (
 
 
 def _read_project(toml_path: Path) -> dict[str, Any]:
-    try:
-        data = tomllib.loads(toml_path.read_text())
-    except OSError as exc:
-        raise SizeError(f"cannot read {toml_path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SizeError(f"{toml_path}: not valid TOML ({exc})") from None
-    return data
+    return read_record(toml_path, SizeError)
 
 
 def _project_key(project: dict[str, Any], key: str) -> Any:
