@@ -55,7 +55,7 @@ def test_bare_metal_project_files(kws_spec):
         assert f"#define ARMGEN_POOL_PLANNED_{i}_SIZE {size}u" in pools_h
         assert f'section(".armgen_pool.planned_{i}"), aligned(16)' in pools_c
     assert f"#define ARMGEN_POOL_METHOD_SIZE {kws_spec.method_allocator_bound}u" in pools_h
-    assert "#define ARMGEN_POOL_TEMP_SIZE 0u" in pools_h
+    assert f"#define ARMGEN_POOL_TEMP_SIZE {kws_spec.pool('temp').bytes}u" in pools_h
 
     # The linker script places every pool section in its region, NOLOAD, and the model in flash.
     ld = files["linker/kws.ld"].decode()
@@ -220,6 +220,20 @@ def test_bad_input_name(kws, tmp_path, name, pattern):
     r = armgen("new", name, "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(out))
     _assert_refused(r, out, set(), pattern)
     assert {p.name for p in tmp_path.iterdir()} == {"out"}
+
+
+def test_stack_size_option(kws, tmp_path):
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(tmp_path),
+               "--stack-size", "2304")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    project = tmp_path / "kws"
+    assert tomllib.loads((project / "armgen.toml").read_text())["memory"]["stack"] == 2304
+    assert "__stack_size__ = 2304;" in (project / "linker" / "kws.ld").read_text()
+    out = tmp_path / "bad"
+    out.mkdir()
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(out),
+               "--stack-size", "1000001")  # fmt: skip
+    _assert_refused(r, out, set(), r"stack size 1000001 B: must be a multiple of 8")
 
 
 def test_bad_input_ethos_u_without_npu(kws, tmp_path):

@@ -22,6 +22,8 @@ from armgen.spec import (
     make_spec,
     method_allocator_bound,
     method_allocator_bound_from_stats,
+    operator_lookup_scratch,
+    temp_pool_size,
     method_allocator_use,
     portable_source_for,
     validate_name,
@@ -49,9 +51,42 @@ def test_planned_pools_equal_the_report(kws_m55):
     assert [p.bytes for p in planned] == list(report.planned_buffers)
     assert [p.memory_id for p in planned] == list(range(1, len(report.planned_buffers) + 1))
     assert all(p.section == f".armgen_pool.{p.name}" for p in spec.pools)
-    # Cortex-M path: CMSIS-NN scratch is planned, so no temp pool at all.
+    # Cortex-M path: CMSIS-NN scratch is planned, so the program itself needs no temp allocator;
+    # the temp pool holds only the operator-lookup scratch, because that shrinks the method pool
+    # by more than the temp pool costs.
     assert report.temp_allocator_size == 0
-    assert "temp" not in [p.name for p in spec.pools]
+    temp = spec.pool("temp")
+    assert temp.bytes == operator_lookup_scratch(pte.read_bytes()) > 0
+    assert not temp.npu
+    without = _round16(method_allocator_use(pte.read_bytes(), 0))
+    assert spec.pool("method").bytes + temp.bytes < without
+
+
+def _round16(n: int) -> int:
+    return -(-n // 16) * 16
+
+
+def test_lookup_scratch_is_28_bytes_per_argument_of_the_widest_kernel_call(kws_m55):
+    report, pte, _ = kws_m55
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    plan = deserialize_pte_binary(pte.read_bytes()).program.execution_plan[0]
+    widest = max(len(i.instr_args.args) for i in plan.chains[0].instructions)
+    assert operator_lookup_scratch(pte.read_bytes()) == _round16(28 * widest)
+    # With that much temp, no TensorMeta stays in the method pool; one byte less and all of it does.
+    scratch = operator_lookup_scratch(pte.read_bytes())
+    assert method_allocator_use(pte.read_bytes(), scratch) < method_allocator_use(pte.read_bytes(), 28 * widest - 1)
+    assert temp_pool_size(report, pte.read_bytes()) == scratch
+
+
+def test_stack_size_is_checked_and_used(kws_m55):
+    report, pte, report_path = kws_m55
+    board = load_board("qemu_mps3_an547")
+    spec = make_spec(report, board, name="kws", pte_path=pte, report_path=report_path, stack_size=2304)
+    assert spec.stack_size == 2304
+    for bad in (100, 2302):
+        with pytest.raises(ProjectError, match="multiple of 8 and at least 512"):
+            make_spec(report, board, name="kws", pte_path=pte, report_path=report_path, stack_size=bad)
 
 
 def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
@@ -80,7 +115,7 @@ def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
 
 def test_method_pool_is_the_exact_replay_rounded_to_16(kws_m55):
     report, pte, report_path = kws_m55
-    use = method_allocator_use(pte.read_bytes())
+    use = method_allocator_use(pte.read_bytes(), temp_pool_size(report, pte.read_bytes()))
     bound = method_allocator_bound(report, pte.read_bytes())
     assert bound % POOL_ALIGNMENT == 0
     assert 0 <= bound - use < POOL_ALIGNMENT

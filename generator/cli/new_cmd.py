@@ -29,6 +29,9 @@ def _say(text: str) -> None:
               help="Default: ethos-u when the board has an NPU, cortex-m otherwise.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Parent directory of the project.")
+@click.option("--stack-size", type=int, default=None, metavar="BYTES",
+              help="Main stack in bytes, a multiple of 8 (default 8192). `armgen run` prints the high-water "
+                   "mark to size it from.")
 @click.option("--force", is_flag=True,
               help="Replace an existing project directory: every file armgen generates is overwritten "
                    "(edits to them are lost); build/ and files armgen does not generate (your own) are kept.")
@@ -40,6 +43,7 @@ def new_cmd(
     rtos: str | None,
     backend: str | None,
     out_dir: Path,
+    stack_size: int | None,
     force: bool,
 ) -> None:
     """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
@@ -48,11 +52,12 @@ def new_cmd(
     """
     from armgen.boards import load_board
     from armgen.render import render_project, write_project_result
-    from armgen.spec import make_spec, resolve_options
+    from armgen.spec import DEFAULT_STACK_SIZE, check_stack_size, make_spec, resolve_options
 
     # Cheap checks first: nothing is compiled or written for bad input.
     board = load_board(board_name)
     backend, rtos = resolve_options(name, board, backend, rtos)
+    stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size is None else stack_size)
     if rtos == "zephyr":
         if board.zephyr is None:
             raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
@@ -74,6 +79,7 @@ def new_cmd(
             backend=backend,  # type: ignore[arg-type]
             model_source=source,
             weights=str(Path(weights).expanduser().resolve()) if weights else None,
+            stack_size=stack_size,
         )
         rendered = render_project(spec)
         written = write_project_result(rendered, out_dir, force=force)
