@@ -467,3 +467,15 @@ def test_unknown_emulator_board(tmp_path):
     path = copy_board(tmp_path, "stm32f4_disco")
     edit(path, "  board: qemu_mps2_an386", "  board: qemu_mps2_an368")
     assert_cli_error(["boards", "show", str(path)], "emulator.board 'qemu_mps2_an368' is not a built-in board", "qemu_mps2_an386")
+
+
+@pytest.mark.parametrize("args,fragment,where", [
+    (["boards", "show"], "Missing argument 'BOARD'", "armgen boards show --help"),
+    (["boards", "--frobnicate"], "No such option '--frobnicate'", "armgen boards --help"),
+    (["no-such-command"], "No such command 'no-such-command'", "armgen --help"),
+    (["new", "kws", "--board", "qemu_mps3_an547", "--stack-size", "big"], "'big' is not a valid integer", "armgen new --help"),
+])  # fmt: skip
+def test_usage_errors_are_one_error_line_and_a_hint(args, fragment, where):
+    err = assert_cli_error(args, fragment)
+    assert err.strip().splitlines() == [err.strip().splitlines()[0], f"hint: see `{where}`"]
+    assert "Usage:" not in err

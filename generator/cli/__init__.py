@@ -29,7 +29,26 @@ def _executorch_version() -> str:
 
 
 class _Group(click.Group):
-    """Click group that turns ArmgenError (and stray exceptions) into one line + exit code."""
+    """Click group that turns ArmgenError, usage errors (and stray exceptions) into one line + exit code."""
+
+    def main(self, *args, **kwargs):  # type: ignore[override]
+        """Run the CLI; a usage error (unknown option, bad value) is one ``armgen: error:`` line, exit 2."""
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            err_console.print(f"[bold red]armgen: error:[/] {escape(exc.format_message())}", highlight=False,
+                              soft_wrap=True)
+            where = exc.ctx.command_path if exc.ctx is not None else "armgen"
+            err_console.print(f"hint: see `{escape(where)} --help`", highlight=False, soft_wrap=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            err_console.print("armgen: aborted")
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         verbose = ctx.params.get("verbose", 0) if ctx.params else 0
@@ -59,7 +78,7 @@ class _Group(click.Group):
             ctx.exit(2)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="armgen", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     __version__,
     "--version",
