@@ -60,6 +60,8 @@ TFLM_OPS = {
 
 TFLM_PROBE_ARENA = {"an547": 384 * 1024, "an386": 1024 * 1024}
 TFLM_STACK = 8 * 1024  # same main-stack reservation as armgen's default (armgen.spec.DEFAULT_STACK_SIZE)
+#: Headroom over the measured stack high-water mark for the sized-stack comparison (x 1.25, then 256 B steps).
+STACK_HEADROOM = 1.25
 
 
 # ---------------------------------------------------------------------------------------------
@@ -835,6 +837,50 @@ class Compare:
             "flash_excl_model_ratio": e["flash_excl_model"] / base["flash_excl_model"],
         }
 
+    def sized_stack(self, machine: str, sample: str, base: dict[str, Any], tflm: dict[str, Any] | None) -> dict[str, Any]:
+        """The same program with the main stack sized from the measured high-water mark.
+
+        Stack = high-water x 1.25, rounded up to 256 B (``armgen new --stack-size``), built and run;
+        TFLM's static RAM with its stack sized by the same rule is arithmetic on its measured figures
+        (its 8 KiB stack replaced), not a second build.
+        """
+        used = base["stack_used"]
+        size = -(-int(used * STACK_HEADROOM) // 256) * 256
+        name = f"{sample}_stack"
+        proj_parent = self.ag.cache / machine
+        pte = Path(base["project"]) / "model" / f"{sample}.pte"
+        ncmd = [ARMGEN, "new", name, "--model", str(pte), "--board", MACHINES[machine], "--out", str(proj_parent),
+                "--force", "--stack-size", str(size)]
+        t_new = None
+        if not (self.ag.reuse and (proj_parent / name / "armgen.toml").exists()):
+            log(f"armgen new {name} --stack-size {size} on {machine}")
+            _, t_new = run(ncmd)
+        e = self.measure_variant(machine, proj_parent / name, t_new, cmdline(ncmd))
+        out = {"stack_size": size, "rule": f"high-water {used} B x {STACK_HEADROOM}, rounded up to 256 B",
+               "armgen": e, "ram_static_8k_stack": base["ram_static"]}
+        if tflm and tflm.get("stack_used") and tflm.get("stack_reserved"):
+            t_size = -(-int(tflm["stack_used"] * STACK_HEADROOM) // 256) * 256
+            out["tflm"] = {"stack_size": t_size, "ram_static_8k_stack": tflm["ram_static"],
+                           "ram_static": tflm["ram_static"] - tflm["stack_reserved"] + t_size,
+                           "how": f"arithmetic: measured static RAM - {tflm['stack_reserved']} B stack + {t_size} B"}
+        return out
+
+    def profile(self, machine: str, sample: str, base: dict[str, Any], tflm: dict[str, Any] | None,
+                top: int = 15) -> dict[str, Any]:
+        """Instructions per function, armgen vs TFLM, for one whole firmware run (insn_profile.py)."""
+        from insn_profile import profile_elf
+
+        out: dict[str, Any] = {}
+        for who, elf in (("armgen", Path(base["project"]) / "build" / f"{sample}.elf"),
+                         ("tflm", Path(tflm["elf"]) if tflm and tflm.get("elf") else None)):
+            if elf is None or not elf.exists():
+                continue
+            log(f"profiling {who} {sample} on {machine} (QEMU -d exec)")
+            r = profile_elf(elf, MACHINES[machine])
+            out[who] = {"total": r["total"], "functions": dict(list(r["functions"].items())[:top]),
+                        "command": f"python benchmarks/insn_profile.py {elf} {MACHINES[machine]}"}
+        return out
+
     def vela(self, samples: list[str]) -> dict[str, Any]:
         from armgen.boards import load_board
 
@@ -878,8 +924,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=HERE, help="where results.{json,md,svg} go")
     ap.add_argument("--reuse", action="store_true",
                     help="keep existing armgen projects/ELFs in the cache (times of skipped steps come from results.json)")
-    ap.add_argument("--compare", default="pools,allportable,portable,vela",
-                    help="comparisons to run: pools, allportable, portable, vela")
+    ap.add_argument("--compare", default="pools,allportable,portable,stack,profile,vela",
+                    help="comparisons to run: pools, allportable, portable, stack, profile, vela")
     ap.add_argument("--allportable-machines", default="an547", help="machines for the all-portable-ops build (slow)")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="RESULTS_JSON",
                     help="merge results.json files of partial runs (later files win) into --out, then render")
@@ -960,6 +1006,14 @@ def main(argv: list[str] | None = None) -> int:
                     save()
                 if "portable" in which:
                     c.setdefault("portable_lowering", {})[m] = {"kws": cmp_.portable_lowering(m, "kws", base)}
+                    save()
+                if "profile" in which:
+                    tf = results.get("tflm", {}).get(m, {}).get("kws")
+                    c.setdefault("profile", {})[m] = {"kws": cmp_.profile(m, "kws", base, tf)}
+                    save()
+                if "stack" in which and base.get("stack_used"):
+                    tf = results.get("tflm", {}).get(m, {}).get("kws")
+                    c.setdefault("sized_stack", {})[m] = {"kws": cmp_.sized_stack(m, "kws", base, tf)}
                     save()
             if "vela" in which:
                 c["vela"] = cmp_.vela([x for x in ("kws", "vww") if x in samples] or ["kws", "vww"])
