@@ -512,6 +512,7 @@ def _context(spec: ProjectSpec) -> dict[str, Any]:
         "kernel_libraries": spec.kernel_libraries,
         "portable_sources": spec.portable_sources,
         "cortex_m_sources": spec.cortex_m_sources,
+        "cmsis_nn_optimization": spec.cmsis_nn_optimization,
         "selected_operators": spec.selected_operators,
         "error_codes": ERROR_CODES,
         "cpu_flags": _cpu_flags(spec),

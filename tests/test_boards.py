@@ -479,3 +479,12 @@ def test_usage_errors_are_one_error_line_and_a_hint(args, fragment, where):
     err = assert_cli_error(args, fragment)
     assert err.strip().splitlines() == [err.strip().splitlines()[0], f"hint: see `{where}`"]
     assert "Usage:" not in err
+
+
+def test_cmsis_nn_optimization_follows_helium():
+    from armgen.spec import cmsis_nn_optimization
+
+    assert cmsis_nn_optimization(load_board("qemu_mps3_an547")) == "-Ofast"  # Cortex-M55, MVE
+    assert cmsis_nn_optimization(load_board("alif_e8")) == "-Ofast"
+    assert cmsis_nn_optimization(load_board("qemu_mps2_an386")) == "-O2"  # Cortex-M4, DSP only
+    assert cmsis_nn_optimization(load_board("stm32f4_disco")) == "-O2"

@@ -75,6 +75,7 @@ def test_bare_metal_project_files(kws_spec):
     assert not sel["include_all_operators"]
     cm = files["cmake/executorch.cmake"].decode()
     assert "generate_bindings_for_kernels" in cm and "gen_selected_max_kernel_num" in cm
+    assert 'set(CMSIS_OPTIMIZATION_LEVEL "-Ofast" CACHE STRING' in cm  # Cortex-M55: Helium keeps CMSIS-NN's default
 
     # I/O quantization parameters are constants of the C API.
     h = files["src/model/armgen_model.h"].decode()
