@@ -49,13 +49,16 @@ per kernel call (operator lookup)          ``TensorMeta[a]`` 12a (4), then per t
 :func:`method_allocator_bound` replays exactly this sequence over the program's execution plan
 (read from the ``.pte`` with ExecuTorch's own deserializer) and rounds up to 16 bytes. Measured
 against the firmware's own report (``ARMGEN pool method ... used=``) on QEMU mps3-an547 the replay
-is exact (see :data:`MEASURED_METHOD_ALLOCATOR_USE`), so the pool exceeds the use by the rounding
-only (< 16 B). Without a readable ``.pte`` a coarser bound from ``report.stats`` alone is used
+is exact, so the pool exceeds the use by the rounding only (< 16 B): the four samples compiled for
+cortex-m55 (2026-11-30) used 11,636 / 31,484 / 12,876 / 5,000 B (kws / vww / ic / ad) with the
+operator-lookup scratch in the temp pool and 14,302 / 38,182 / 16,154 / 6,678 B without it, each
+equal to the replay; kws for cortex-m4 on mps2-an386 used 11,580 B. Without a readable ``.pte`` a coarser bound from ``report.stats`` alone is used
 (:func:`method_allocator_bound_from_stats`: every non-tensor value counted as an int-list item).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,14 +95,6 @@ TENSOR_META_BYTES = 12
 #: ExecuTorch's kTensorDimensionLimit: resolve_operator uses the temp allocator only when it holds
 #: (sizeof(TensorMeta) + kTensorDimensionLimit) bytes per argument.
 TENSOR_DIMENSION_LIMIT = 16
-
-#: Firmware-reported method-allocator use (bytes) of the four samples, compiled by ``armgen compile``
-#: for cortex-m55 and run on QEMU mps3-an547 (2026-11-30) with the operator-lookup scratch in the
-#: temp pool (:func:`temp_pool_size`: 448, 448, 432, 368 B); the replay of
-#: :func:`method_allocator_use` gives the same numbers (pool reserved: 11648, 31488, 12880, 5008).
-#: Without a temp pool the firmware used 14302, 38182, 16154, 6678 B, also as replayed. kws for
-#: cortex-m4 on mps2-an386: 11580.
-MEASURED_METHOD_ALLOCATOR_USE: dict[str, int] = {"kws": 11636, "vww": 31484, "ic": 12876, "ad": 5000}
 
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _C_KEYWORDS = frozenset(
@@ -321,6 +316,23 @@ def validate_name(name: str) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=4)
+def _execution_plan(pte: bytes):
+    """``execution_plan[0]`` of a serialized program, read once with ExecuTorch's deserializer.
+
+    The replay functions below each need it, several times per ``make_spec``; the cache keys on
+    the bytes. Raises ProgramError when the bytes are not an ExecuTorch program.
+    """
+    from armgen.errors import ProgramError
+
+    try:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        return deserialize_pte_binary(pte).program.execution_plan[0]
+    except Exception as exc:  # noqa: BLE001 - any parse failure means "not a program"
+        raise ProgramError(f"cannot read the program: {exc}") from exc
+
+
 def method_allocator_use(pte: bytes, temp_allocator_size: int = 0) -> int:
     """Bytes ``Method::init`` takes from the method allocator for this program (exact replay).
 
@@ -334,15 +346,7 @@ def method_allocator_use(pte: bytes, temp_allocator_size: int = 0) -> int:
     Raises:
         ProgramError: the bytes are not an ExecuTorch program.
     """
-    from armgen.errors import ProgramError
-
-    try:
-        from executorch.exir._serialize._program import deserialize_pte_binary
-
-        program = deserialize_pte_binary(pte).program
-    except Exception as exc:  # noqa: BLE001 - any parse failure means "not a program"
-        raise ProgramError(f"cannot read the program: {exc}") from exc
-    plan = program.execution_plan[0]
+    plan = _execution_plan(pte)
     values = plan.values
     cur = 0
 
@@ -423,14 +427,7 @@ def operator_lookup_scratch(pte: bytes) -> int:
     Raises:
         ProgramError: the bytes are not an ExecuTorch program.
     """
-    from armgen.errors import ProgramError
-
-    try:
-        from executorch.exir._serialize._program import deserialize_pte_binary
-
-        plan = deserialize_pte_binary(pte).program.execution_plan[0]
-    except Exception as exc:  # noqa: BLE001 - any parse failure means "not a program"
-        raise ProgramError(f"cannot read the program: {exc}") from exc
+    plan = _execution_plan(pte)
     most = max(
         (len(i.instr_args.args) for c in plan.chains for i in c.instructions if type(i.instr_args).__name__ == "KernelCall"),
         default=0,
