@@ -64,6 +64,11 @@ TFLM_STACK = 8 * 1024  # same main-stack reservation as armgen's default (armgen
 STACK_HEADROOM = 1.25
 
 
+def sized_stack_bytes(high_water: int) -> int:
+    """Stack bytes for a measured high-water mark: x STACK_HEADROOM, rounded up to 256 B."""
+    return -(-int(high_water * STACK_HEADROOM) // 256) * 256
+
+
 # ---------------------------------------------------------------------------------------------
 # small helpers
 # ---------------------------------------------------------------------------------------------
@@ -529,17 +534,6 @@ class Armgen:
         _, dt = run(cmd)
         return round(dt, 1), cmdline(cmd)
 
-    def build(self, proj: Path) -> tuple[float | None, str]:
-        cmd = [ARMGEN, "build", str(proj), "--rebuild", "-j", str(self.jobs)]
-        elf = proj / "build" / f"{proj.name}.elf"
-        if self.reuse and elf.exists():
-            return None, cmdline(cmd)
-        log(f"armgen build --rebuild {proj}")
-        p, dt = run(cmd, check=False)
-        if p.returncode not in (0, 1):
-            raise CommandFailed(cmd, p.returncode, p.stdout, p.stderr)
-        return round(dt, 1), cmdline(cmd)
-
     def build_elf(self, proj: Path, elf: Path, incremental: bool = False) -> tuple[float | None, str]:
         cmd = [ARMGEN, "build", str(proj), *([] if incremental else ["--rebuild"]), "-j", str(self.jobs)]
         if self.reuse and elf.exists() and not incremental:
@@ -570,42 +564,48 @@ class Armgen:
         rep["_stderr_tail"] = p.stderr.strip().splitlines()[-1:] if p.stderr.strip() else []
         return rep, cmdline(cmd)
 
-    def measure_project(self, machine: str, proj: Path, t_new: float | None, new_cmd: str) -> dict[str, Any]:
-        t_build, build_cmd = self.build(proj)
+    def measure_project(self, machine: str, proj: Path, t_new: float | None, new_cmd: str,
+                        incremental: bool = False, run_it: bool = True, detail: bool = True) -> dict[str, Any]:
+        """Build (clean unless ``incremental``), size and (if ``run_it``) run one project.
+
+        ``detail`` adds what only the main table uses: sections, libc members, stack, LSB difference.
+        """
+        elf, mp = project_files(proj)
+        t_build, build_cmd = self.build_elf(proj, elf, incremental=incremental)
         size_json, size_cmd = self.size(proj)
-        elf = proj / "build" / f"{proj.name}.elf"
-        mp = proj / "build" / f"{proj.name}.map"
         comp = component_sizes(elf, MACHINES[machine], mp)
-        runrep, run_cmd = self.run_fw(proj)
+        runrep, run_cmd = self.run_fw(proj) if run_it else ({"_exit_status": None}, None)
         rep = size_json["report"]
-        pools = {p["name"]: {"reserved": p["reserved"], "used": p["used"]} for p in runrep.get("pools", [])}
-        flash_model = comp["components"].get("model", {}).get("flash", 0)
-        return {
+        e: dict[str, Any] = {
             "project": str(proj),
             "flash": rep["flash"],
             "ram_static": rep["ram"],
             "components": comp["components"],
-            "components_note": (f"sections {comp['reattributed_sections']} re-attributed from the map (overlapping "
-                                "merged-string lines; see component_sizes())") if comp["reattributed_sections"] else None,
-            "components_armgen_size": rep["components"],
-            "flash_excl_model": rep["flash"] - flash_model,
+            "flash_excl_model": rep["flash"] - comp["components"].get("model", {}).get("flash", 0),
             "kernel_flash": kernel_flash(comp["components"]),
-            "sections": comp["sections"],
-            "libc_members": libc_members(mp),
-            "pools": pools,
-            "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
-            "stack_used": (runrep.get("stack") or {}).get("used"),
+            "pools": {p["name"]: {"reserved": p["reserved"], "used": p["used"]} for p in runrep.get("pools", [])},
             "ticks": runrep.get("ticks"),
             "instructions": runrep.get("instructions"),
             "run_passed": runrep.get("passed"),
             "run_exit_status": runrep["_exit_status"],
             "run_findings": [f"{f['severity']}: {f['subject']}: {f['message']}" for f in runrep.get("findings", [])],
-            "max_lsb_diff": runrep.get("max_lsb_diff"),
             "seconds_new": t_new,
             "seconds_clean_build": t_build,
-            "commands": {"new": new_cmd, "build": build_cmd, "size": size_cmd, "run": run_cmd,
-                         "components": COMPONENTS_HOW.format(elf=elf, board=MACHINES[machine], map=mp)},
+            "commands": {"new": new_cmd, "build": build_cmd, "size": size_cmd, "run": run_cmd},
         }
+        if detail:
+            e.update({
+                "components_note": (f"sections {comp['reattributed_sections']} re-attributed from the map (overlapping "
+                                    "merged-string lines; see component_sizes())") if comp["reattributed_sections"] else None,
+                "components_armgen_size": rep["components"],
+                "sections": comp["sections"],
+                "libc_members": libc_members(mp),
+                "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
+                "stack_used": (runrep.get("stack") or {}).get("used"),
+                "max_lsb_diff": runrep.get("max_lsb_diff"),
+            })
+            e["commands"]["components"] = COMPONENTS_HOW.format(elf=elf, board=MACHINES[machine], map=mp)
+        return e
 
     def measure(self, machines: list[str], samples: list[str], previous: dict[str, Any], save=None) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -770,8 +770,8 @@ class Compare:
                 t = re.sub(rf"(\n  {code.group(1)}\s+\(rx\)\s*:\s*ORIGIN = 0x[0-9a-fA-F]+, LENGTH = )0x[0-9a-fA-F]+",
                            r"\g<1>0x01000000", t)
                 ld.write_text(t)
-        e = self.measure_variant(machine, dst, None, f"copy of {src} patched by bench.patch_all_portable()",
-                                 incremental=keep, run_it=False)
+        e = self.ag.measure_project(machine, dst, None, f"copy of {src} patched by bench.patch_all_portable()",
+                                    incremental=keep, run_it=False, detail=False)
         size_json, _ = self.ag.size(dst)
         overflow = None
         for r in size_json["report"]["regions"]:
@@ -784,30 +784,6 @@ class Compare:
         return {"selective": {k: base[k] for k in ("flash", "flash_excl_model", "kernel_flash", "ram_static")},
                 "all_portable": e, "kernel_flash_ratio": ratio, "fits_board": overflow is None,
                 "flash_ratio": e["flash"] / base["flash"], "opt_level": "-O2 (armgen's Release default)"}
-
-    def measure_variant(self, machine: str, proj: Path, t_new: float | None, new_cmd: str,
-                        incremental: bool = False, run_it: bool = True) -> dict[str, Any]:
-        elf, mp = project_files(proj)
-        t_build, build_cmd = self.ag.build_elf(proj, elf, incremental=incremental)
-        size_json, size_cmd = self.ag.size(proj)
-        comp = component_sizes(elf, MACHINES[machine], mp)
-        if run_it:
-            runrep, run_cmd = self.ag.run_fw(proj)
-        else:
-            runrep, run_cmd = {"_exit_status": None}, None
-        rep = size_json["report"]
-        return {
-            "project": str(proj),
-            "flash": rep["flash"], "ram_static": rep["ram"], "components": comp["components"],
-            "flash_excl_model": rep["flash"] - comp["components"].get("model", {}).get("flash", 0),
-            "kernel_flash": kernel_flash(comp["components"]),
-            "pools": {p["name"]: {"reserved": p["reserved"], "used": p["used"]} for p in runrep.get("pools", [])},
-            "ticks": runrep.get("ticks"), "instructions": runrep.get("instructions"),
-            "run_passed": runrep.get("passed"), "run_exit_status": runrep["_exit_status"],
-            "run_findings": [f"{f['severity']}: {f['subject']}: {f['message']}" for f in runrep.get("findings", [])],
-            "seconds_new": t_new, "seconds_clean_build": t_build,
-            "commands": {"new": new_cmd, "build": build_cmd, "size": size_cmd, "run": run_cmd},
-        }
 
     def portable_lowering(self, machine: str, sample: str, base: dict[str, Any]) -> dict[str, Any]:
         from armgen.boards import load_board
@@ -826,7 +802,7 @@ class Compare:
         t_new = None
         if not (self.ag.reuse and (proj_parent / name / "armgen.toml").exists()):
             _, t_new = run(ncmd)
-        e = self.measure_variant(machine, proj_parent / name, t_new, cmdline(ncmd))
+        e = self.ag.measure_project(machine, proj_parent / name, t_new, cmdline(ncmd), detail=False)
         e["commands"]["compile"] = cmdline(ccmd)
         e["seconds_compile"] = t_c
         return {
@@ -845,7 +821,7 @@ class Compare:
         (its 8 KiB stack replaced), not a second build.
         """
         used = base["stack_used"]
-        size = -(-int(used * STACK_HEADROOM) // 256) * 256
+        size = sized_stack_bytes(used)
         name = f"{sample}_stack"
         proj_parent = self.ag.cache / machine
         pte = Path(base["project"]) / "model" / f"{sample}.pte"
@@ -855,11 +831,11 @@ class Compare:
         if not (self.ag.reuse and (proj_parent / name / "armgen.toml").exists()):
             log(f"armgen new {name} --stack-size {size} on {machine}")
             _, t_new = run(ncmd)
-        e = self.measure_variant(machine, proj_parent / name, t_new, cmdline(ncmd))
+        e = self.ag.measure_project(machine, proj_parent / name, t_new, cmdline(ncmd), detail=False)
         out = {"stack_size": size, "rule": f"high-water {used} B x {STACK_HEADROOM}, rounded up to 256 B",
                "armgen": e, "ram_static_8k_stack": base["ram_static"]}
         if tflm and tflm.get("stack_used") and tflm.get("stack_reserved"):
-            t_size = -(-int(tflm["stack_used"] * STACK_HEADROOM) // 256) * 256
+            t_size = sized_stack_bytes(tflm["stack_used"])
             out["tflm"] = {"stack_size": t_size, "ram_static_8k_stack": tflm["ram_static"],
                            "ram_static": tflm["ram_static"] - tflm["stack_reserved"] + t_size,
                            "how": f"arithmetic: measured static RAM - {tflm['stack_reserved']} B stack + {t_size} B"}
