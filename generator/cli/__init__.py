@@ -32,18 +32,16 @@ class _Group(click.Group):
     """Click group that turns ArmgenError, usage errors (and stray exceptions) into one line + exit code."""
 
     def main(self, *args, **kwargs):  # type: ignore[override]
-        """Run the CLI; a usage error (unknown option, bad value) is one ``armgen: error:`` line, exit 2."""
+        """Run the CLI; a click error (unknown option, bad value, unreadable file) is one ``armgen: error:`` line."""
         kwargs["standalone_mode"] = False
         try:
             rv = super().main(*args, **kwargs)
-        except click.UsageError as exc:
+        except click.ClickException as exc:  # usage errors, and click's file errors
             err_console.print(f"[bold red]armgen: error:[/] {escape(exc.format_message())}", highlight=False,
                               soft_wrap=True)
-            where = exc.ctx.command_path if exc.ctx is not None else "armgen"
-            err_console.print(f"hint: see `{escape(where)} --help`", highlight=False, soft_wrap=True)
-            sys.exit(exc.exit_code)
-        except click.ClickException as exc:
-            exc.show()
+            if isinstance(exc, click.UsageError):
+                where = exc.ctx.command_path if exc.ctx is not None else "armgen"
+                err_console.print(f"hint: see `{escape(where)} --help`", highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
             err_console.print("armgen: aborted")
