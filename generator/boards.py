@@ -139,28 +139,44 @@ class MemoryRegion:
 
 @dataclass(frozen=True)
 class ZephyrTarget:
-    """How Zephyr knows this board.
+    """How Zephyr knows this board, per Zephyr release.
 
     Attributes:
-        target: hardware-model-v2 board target, e.g. ``"ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"``.
-        release: Zephyr release that supports it, e.g. ``"v4.4.0"``; ``vendor_fork`` names a fork if any.
-        ethos_u_kconfig_prefix: ``"ETHOS_U"`` (upstream >= 4.2) or ``"ARM_ETHOS_U"`` (older, vendor).
+        targets: ``(release, board target)`` pairs sorted by release: the hardware-model-v2 board
+            target in each Zephyr release that has the board, e.g. ``(("3.7", "mps3/an547"),
+            ("4.4", "mps3/corstone300/an547"))``. Alif E8 is new in 4.4, so it has only ``"4.4"``.
         flash_load_offset: ``CONFIG_FLASH_LOAD_OFFSET`` in bytes (0 for none).
         console: devicetree node label of the console UART, e.g. ``"uart4"``.
         hal_modules: extra west projects the board needs (e.g. ``("hal_stm32",)``).
-        vendor_target: the board target in ``vendor_fork``, when it differs (added; default None).
-        note: caveats, e.g. "Zephyr runs this board on FVP only" (added; default None).
+        vendor_fork: a vendor's Zephyr fork that also supports the board, if any.
+        vendor_target: the board target in ``vendor_fork``, when it differs.
+        note: caveats, e.g. "Zephyr runs this board on FVP only".
     """
 
-    target: str
-    release: str
-    vendor_fork: str | None
-    ethos_u_kconfig_prefix: str
+    targets: tuple[tuple[str, str], ...]
     flash_load_offset: int
     console: str
     hal_modules: tuple[str, ...]
+    vendor_fork: str | None = None
     vendor_target: str | None = None
     note: str | None = None
+
+    def target(self, release: str) -> str:
+        """The board target in Zephyr ``release``.
+
+        Raises:
+            BoardError: the release does not have this board (the message names the releases that do).
+        """
+        for rel, target in self.targets:
+            if rel == release:
+                return target
+        have = ", ".join(rel for rel, _ in self.targets) or "none"
+        raise BoardError(f"Zephyr {release} has no target for this board (releases that have it: {have})")
+
+    @property
+    def releases(self) -> tuple[str, ...]:
+        """The Zephyr releases that have this board."""
+        return tuple(rel for rel, _ in self.targets)
 
 
 @dataclass(frozen=True)
@@ -555,7 +571,7 @@ def _build(d: dict[str, Any], *, name: str, source: str, base_dir: Path) -> Boar
         z = dict(d["zephyr"])
         z["flash_load_offset"] = _size(z["flash_load_offset"], source, "zephyr.flash_load_offset")
         z["hal_modules"] = tuple(z.get("hal_modules", ()))
-        z.setdefault("vendor_fork", None)
+        z["targets"] = tuple(sorted((str(k), str(v)) for k, v in z["targets"].items()))
         zephyr = ZephyrTarget(**z)
         if zephyr.vendor_target and not zephyr.vendor_fork:
             raise BoardError(f"{source}: zephyr.vendor_target is set but zephyr.vendor_fork is not")

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
 from armgen.paths import workspace_dir
@@ -32,6 +32,8 @@ from armgen.project_record import read_record
 
 #: Debian packages that provide the cross toolchain (compiler, newlib, libstdc++).
 TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
+#: Debian packages a Zephyr build with Debian's toolchain needs on top (see :func:`zephyr_libc_args`).
+ZEPHYR_LIBC_PACKAGES = "picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc"
 #: Parallel jobs: the machine's two cores are shared, so at most 2.
 DEFAULT_JOBS = 2
 
@@ -273,15 +275,7 @@ def build_project(
     """
     record = load_project(project)
     if record.rtos == "zephyr":
-        from armgen.workspace import Workspace
-        from armgen.zephyr import check_zephyr_workspace
-
-        # "no Zephyr in the workspace ..." when the workspace lacks Zephyr (armgen.zephyr).
-        check_zephyr_workspace(Workspace(resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")))
-        raise BuildError(
-            "armgen does not drive `west build` yet: build this Zephyr project with west",
-            hint=f"cd {record.root} && west build -b <the target in its README.md>",
-        )
+        return _build_zephyr(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild)
     if record.rtos != "baremetal":
         raise ProjectError(f"{record.root / 'armgen.toml'}: unknown rtos '{record.rtos}'")
     tools = find_toolchain()
@@ -318,43 +312,165 @@ def build_project(
                 )
             progress("configure", 1, 1, "done")
 
-        state = {"steps": 0, "compiled": 0, "total": 0}
-
-        def on_line(line: str) -> None:
-            m = _NINJA_LINE.match(line)
-            if not m:
-                return
-            done, total, what = int(m.group(1)), int(m.group(2)), m.group(3)
-            state["steps"] = done
-            state["total"] = total
-            if what.startswith("Linking") and what.rstrip().endswith(".elf"):
-                progress("link", done, total, what)
-            else:
-                if what.startswith("Building"):
-                    state["compiled"] += 1
-                progress("compile", done, total, what)
-
+        counter = _NinjaProgress(progress)
         cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}"]
-        if _run(cmd, record.root, log, on_line) is None:
+        if _run(cmd, record.root, log, counter) is None:
             raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
-    seconds = time.monotonic() - start
+    return _finish(record, ws, start, counter, log_path, warnings, progress, size)
 
+
+class _NinjaProgress:
+    """Turns Ninja's ``[done/total] what`` lines into progress calls and counts steps and compiles."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.steps = 0
+        self.compiled = 0
+
+    def __call__(self, line: str) -> None:
+        m = _NINJA_LINE.match(line)
+        if not m:
+            return
+        done, total, what = int(m.group(1)), int(m.group(2)), m.group(3)
+        self.steps = done
+        if what.startswith("Linking") and what.rstrip().endswith(".elf"):
+            self.progress("link", done, total, what)
+        else:
+            if what.startswith("Building"):
+                self.compiled += 1
+            self.progress("compile", done, total, what)
+
+
+def _finish(
+    record: ProjectRecord, ws: Path, start: float, counter: _NinjaProgress, log_path: Path,
+    warnings: tuple[str, ...], progress: Progress, size: bool,
+) -> BuildResult:
+    """The BuildResult of a finished build, sized when asked."""
     if not record.elf.is_file():
         raise BuildError(f"the build finished but {record.elf} is missing", hint=f"full log: {log_path}")
     result = BuildResult(
         project=record,
         elf=record.elf,
         map=record.map,
-        seconds=seconds,
-        steps=state["steps"],
-        compiled=state["compiled"],
+        seconds=time.monotonic() - start,
+        steps=counter.steps,
+        compiled=counter.compiled,
         log=log_path,
         workspace=ws,
         warnings=warnings,
     )
-    if size:
-        result = _size_stage(result, progress)
-    return result
+    return _size_stage(result, progress) if size else result
+
+
+def zephyr_toolchain_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment ``west build`` runs in: the user's Zephyr toolchain when one is set
+    (``ZEPHYR_TOOLCHAIN_VARIANT``, e.g. ``zephyr`` for the Zephyr SDK), else Debian's
+    ``arm-none-eabi-gcc`` as Zephyr's ``gnuarmemb`` variant (``GNUARMEMB_TOOLCHAIN_PATH`` = the
+    prefix that holds ``bin/arm-none-eabi-gcc``).
+
+    Raises:
+        ToolchainError: no Zephyr toolchain is set and arm-none-eabi-gcc is not on PATH.
+    """
+    env = dict(os.environ if env is None else env)
+    if env.get("ZEPHYR_TOOLCHAIN_VARIANT"):
+        return env
+    gcc = find_toolchain()["gcc"]
+    env["ZEPHYR_TOOLCHAIN_VARIANT"] = "gnuarmemb"
+    env["GNUARMEMB_TOOLCHAIN_PATH"] = str(Path(gcc).resolve().parent.parent)
+    return env
+
+
+def zephyr_libc_args(env: Mapping[str, str]) -> list[str]:
+    """CMake arguments that give a ``gnuarmemb`` Zephyr build a C library it can use.
+
+    Debian's newlib is built without retargetable locking, which Zephyr's newlib hooks assert
+    (``lib/libc/newlib/libc-hooks.c``), and Zephyr's picolibc module cannot serve ExecuTorch, which
+    selects ``REQUIRES_FULL_LIBCPP`` (``lib/libc/Kconfig``: the module only without it). Debian's
+    ``picolibc-arm-none-eabi`` + ``libstdc++-arm-none-eabi-picolibc`` work: gcc finds
+    ``picolibc.specs``, and ``-DTOOLCHAIN_HAS_PICOLIBC=ON`` tells Zephyr's Kconfig the toolchain has it
+    (3.7.1's gnuarmemb toolchain file only declares newlib), so Zephyr's default libc, picolibc from
+    the toolchain, is chosen. Nothing in Zephyr is patched.
+
+    Returns:
+        ``["-DTOOLCHAIN_HAS_PICOLIBC=ON"]`` for gnuarmemb; ``[]`` for other toolchains (the Zephyr SDK
+        declares its own libraries).
+
+    Raises:
+        ToolchainError: gnuarmemb without Debian's picolibc (the hint names the packages).
+    """
+    if env.get("ZEPHYR_TOOLCHAIN_VARIANT") != "gnuarmemb":
+        return []
+    gcc = Path(env.get("GNUARMEMB_TOOLCHAIN_PATH", "/usr")) / "bin" / "arm-none-eabi-gcc"
+    try:
+        specs = subprocess.run([str(gcc), "-print-file-name=picolibc.specs"], capture_output=True, text=True,
+                               check=False).stdout.strip()
+    except OSError:
+        specs = ""
+    if not specs or not Path(specs).is_absolute() or not Path(specs).is_file():
+        raise ToolchainError(
+            f"{gcc} has no picolibc (picolibc.specs), which Zephyr builds with Debian's toolchain need",
+            hint=f"install the Debian packages: sudo apt-get install {ZEPHYR_LIBC_PACKAGES}",
+        )
+    return ["-DTOOLCHAIN_HAS_PICOLIBC=ON"]
+
+
+def _build_zephyr(
+    record: ProjectRecord,
+    workspace: Path | str | None,
+    *,
+    jobs: int,
+    progress: Progress | None,
+    size: bool,
+    rebuild: bool,
+) -> BuildResult:
+    """``west build -b <target>`` of a Zephyr project in the workspace's Zephyr tree.
+
+    West runs from the workspace (its ``.west``), with this Python (``-m west``): Zephyr's CMake then
+    runs ExecuTorch's code generators with the Python that has ExecuTorch's codegen requirements, and
+    ``flatc`` is the executorch wheel's.
+
+    Raises:
+        WorkspaceError: no Zephyr in the workspace, or another Zephyr release than the project's.
+        ToolchainError, BuildError: as :func:`build_project`.
+    """
+    from armgen.workspace import Workspace
+    from armgen.zephyr import check_zephyr_workspace
+
+    progress = progress or (lambda *a: None)
+    ws_root = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
+    check_zephyr_workspace(Workspace(ws_root), str(record.data.get("zephyr_release", "")))
+    target = str(record.data.get("zephyr_target") or "")
+    if not target:
+        raise ProjectError(f"{record.root / 'armgen.toml'}: no zephyr_target", hint="regenerate: armgen new --force")
+    env = zephyr_toolchain_env()
+    warnings = check_program_compatibility(record, ws_root)
+    build_dir = record.build_dir
+    if rebuild and build_dir.is_dir():
+        shutil.rmtree(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    log_path = build_dir / "armgen-build.log"
+    start = time.monotonic()
+    cmd = [sys.executable, "-m", "west", "build", "-b", target, "-d", str(build_dir), "-p", "auto",
+           f"-o=-j{max(1, jobs)}", str(record.root), "--",
+           f"-DPython3_EXECUTABLE={sys.executable}", f"-DPYTHON_EXECUTABLE={sys.executable}",
+           *zephyr_libc_args(env)]
+    flatc = flatc_path()
+    if flatc is not None:
+        cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
+    configured = (build_dir / "build.ninja").is_file()
+    if not configured:
+        progress("configure", 0, 1, str(build_dir))
+    counter = _NinjaProgress(progress)
+    with open(log_path, "w") as log:
+        if _run(cmd, ws_root, log, counter, env=env) is None:
+            text = log_path.read_text(errors="replace")
+            if not (build_dir / "build.ninja").is_file() or "CMake Error" in text:
+                raise BuildError("west build: configure failed: " + _first_cmake_error(log_path),
+                                 hint=f"full log: {log_path}")
+            raise BuildError("west build: " + _first_build_error(log_path), hint=f"full log: {log_path}")
+    if not configured:
+        progress("configure", 1, 1, "done")
+    return _finish(record, ws_root, start, counter, log_path, warnings, progress, size)
 
 
 def build_for_board(
@@ -409,11 +525,13 @@ def build_for_board(
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-def _run(cmd: list[str], cwd: Path, log: Any, on_line: Callable[[str], None] | None) -> list[str] | None:
+def _run(
+    cmd: list[str], cwd: Path, log: Any, on_line: Callable[[str], None] | None, env: dict[str, str] | None = None
+) -> list[str] | None:
     """Run a tool, tee its output into the log; return its lines, or None on a non-zero exit."""
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
-    env = dict(os.environ)
+    env = dict(os.environ if env is None else env)
     env.setdefault("NINJA_STATUS", "[%f/%t] ")
     # Running ExecuTorch's generators from its source tree must not shadow the wheel.
     env.pop("PYTHONPATH", None)
@@ -448,12 +566,20 @@ def _workspace_changed(build_dir: Path, ws: Path) -> bool:
     return True
 
 
+_WEST_ERROR = re.compile(r"^(?:west \w+: error: |FATAL ERROR: |ERROR: )(?P<msg>.*)$")
+
+
 def _first_cmake_error(log_path: Path) -> str:
+    """The first ``CMake Error`` (with the lines that explain it), else west's own error line."""
     text = log_path.read_text(errors="replace").splitlines()
     for i, line in enumerate(text):
         if line.startswith("CMake Error"):
             detail = " ".join(t.strip() for t in text[i + 1 : i + 4] if t.strip())
             return f"{line.strip()} {detail}".strip()
+    for line in text:
+        m = _WEST_ERROR.match(line.strip())
+        if m:
+            return m.group("msg")
     return "see the log"
 
 

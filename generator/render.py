@@ -31,7 +31,7 @@ import jinja2
 
 from armgen.errors import ProjectError
 from armgen.paths import TEMPLATES_DIR
-from armgen.spec import ProjectSpec, validate_name
+from armgen.spec import ProjectSpec, reads_input_file, validate_name
 
 #: ExecuTorch's runtime Error enum (runtime/core/error.h) plus armgen's own checks (0x100 up).
 ERROR_CODES: tuple[tuple[int, str], ...] = (
@@ -71,8 +71,17 @@ class RenderedProject:
     files: dict[str, bytes]
 
 
-def render_project(spec: ProjectSpec) -> RenderedProject:
+#: Where a Zephyr project keeps the stand-in application `armgen run` builds for QEMU.
+STANDIN_DIR = "standin"
+
+
+def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> RenderedProject:
     """Render every file of the project described by ``spec``.
+
+    Args:
+        spec: the project. standin: for a Zephyr project on a real board, the same program planned
+            for the board's QEMU stand-in (same CPU); rendered as a complete application of its own
+            under ``standin/<stand-in board>/``, which ``armgen run`` builds and runs.
 
     Returns:
         RenderedProject: ``{relative path: bytes}``, sorted, deterministic for equal specs.
@@ -130,7 +139,10 @@ def render_project(spec: ProjectSpec) -> RenderedProject:
     except OSError as exc:
         raise ProjectError(f"cannot read the compiled program: {exc}") from exc
     files["model/selected_operators.yaml"] = selected_operators_yaml(spec)
-    files["armgen.toml"] = project_record(spec)
+    files["armgen.toml"] = project_record(spec, standin)
+    if standin is not None:
+        for rel, data in render_project(standin).files.items():
+            files[f"{STANDIN_DIR}/{standin.board.name}/{rel}"] = data
     return RenderedProject(name=spec.name, files=dict(sorted(files.items())))
 
 
@@ -310,10 +322,11 @@ def selected_operators_yaml(spec: ProjectSpec) -> bytes:
     return (header + body).encode()
 
 
-def project_record(spec: ProjectSpec) -> bytes:
+def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> bytes:
     """``armgen.toml``: the project record later commands (build, size, run) read.
 
     Keys: name, board, rtos, backend, target, cpu, elf, map, armgen_version, executorch_version,
+    zephyr_release and zephyr_target (Zephyr projects), standin (the stand-in application's directory),
     ``[model]`` (source, weights, pte, report, sha256), ``[[pools]]`` (name, bytes, region,
     section) and ``[budgets]`` (flash, ram in bytes).
     """
@@ -331,11 +344,19 @@ def project_record(spec: ProjectSpec) -> bytes:
         "backend": spec.backend,
         "target": spec.target,
         "cpu": spec.cpu,
-        "elf": f"build/{spec.name}.elf",
-        "map": f"build/{spec.name}.map",
+        # west writes Zephyr's image as build/zephyr/zephyr.elf (and .map); bare metal: build/<name>.elf.
+        "elf": "build/zephyr/zephyr.elf" if spec.rtos == "zephyr" else f"build/{spec.name}.elf",
+        "map": "build/zephyr/zephyr.map" if spec.rtos == "zephyr" else f"build/{spec.name}.map",
         "armgen_version": spec.armgen_version,
         "executorch_version": spec.executorch_version,
     }
+    if spec.zephyr_release is not None:
+        from armgen.zephyr import board_target, zephyr_release
+
+        top["zephyr_release"] = spec.zephyr_release
+        top["zephyr_target"] = board_target(spec.board, zephyr_release(spec.zephyr_release))
+    if standin is not None:
+        top["standin"] = f"{STANDIN_DIR}/{standin.board.name}"
     lines = [
         "# armgen project record: what this firmware was generated from and how its memory is planned.",
         "# Read by `armgen build`, `armgen size` and `armgen run`; regenerate with `armgen new --force`.",
@@ -402,9 +423,11 @@ def _rename(rel: str, spec: ProjectSpec) -> str:
     if rel == "linker/firmware.ld":
         return f"linker/{spec.name}.ld"
     if spec.rtos == "zephyr" and rel.startswith("boards/board.") and spec.board.zephyr is not None:
-        from armgen.zephyr import normalise_board_target  # boards/<normalised target>.conf/.overlay
+        from armgen.zephyr import board_target, normalise_board_target, zephyr_release
 
-        return f"boards/{normalise_board_target(spec.board.zephyr.target)}{rel[len('boards/board'):]}"
+        # boards/<normalised target>.conf/.overlay
+        stem = normalise_board_target(board_target(spec.board, zephyr_release(spec.zephyr_release)))
+        return f"boards/{stem}{rel[len('boards/board'):]}"
     return rel
 
 
@@ -468,7 +491,7 @@ def _sample_inputs(spec: ProjectSpec) -> tuple[dict[int, list[str]], str | None]
 
 
 def _semihosting(spec: ProjectSpec) -> bool:
-    return spec.rtos == "baremetal" and spec.board.baremetal.console == "semihosting"
+    return reads_input_file(spec.board, spec.rtos)
 
 
 def _context(spec: ProjectSpec) -> dict[str, Any]:

@@ -932,6 +932,8 @@ class RunReport:
         passed: every output within 1 LSB of the reference, outputs not degenerate, counts repeat,
             no error finding.
         logs: paths of the saved QEMU logs.
+        firmware: ``baremetal`` or ``zephyr``: what kind of image ran. zephyr_board: its Zephyr board
+            target (Zephyr images), e.g. ``mps3/an547``.
     """
 
     elf: str
@@ -955,6 +957,8 @@ class RunReport:
     findings: tuple[Finding, ...]
     passed: bool
     logs: tuple[str, ...] = ()
+    firmware: str = "baremetal"
+    zephyr_board: str | None = None
     icount_note: str = ICOUNT_NOTE
 
     @property
@@ -1149,6 +1153,8 @@ def run_firmware(
     repeat: int = 2,
     check_alternate: bool = True,
     log_dir: Path | None = None,
+    firmware: str = "baremetal",
+    zephyr_board: str | None = None,
 ) -> RunReport:
     """Run a built firmware on QEMU and check it against the program report and its reference.
 
@@ -1166,6 +1172,8 @@ def run_firmware(
         check_alternate: also run a second, different input and require different outputs (and,
             when a quantized program was saved, agreement with it within 1 LSB).
         log_dir: where to save one QEMU log per run (``qemu-<n>.log``); None keeps none.
+        firmware: what the ELF is, ``baremetal`` or ``zephyr`` (for the report).
+        zephyr_board: the Zephyr board target the image was built for (Zephyr images).
 
     Returns:
         A :class:`RunReport`. Mismatches, degenerate outputs and pool overflows are findings of
@@ -1310,4 +1318,6 @@ def run_firmware(
         findings=tuple(findings),
         passed=passed,
         logs=tuple(logs),
+        firmware=firmware,
+        zephyr_board=zephyr_board,
     )

@@ -198,6 +198,8 @@ class ProjectSpec:
         region_use: per-region bytes planned by this spec (sorted by base).
         budgets: ``{"flash": bytes, "ram": bytes}`` from the board.
         armgen_version / executorch_version: for the record.
+        zephyr_release: the Zephyr release a Zephyr project is written for (``"3.7"``, ``"4.4"``;
+            :mod:`armgen.zephyr`), None for bare metal.
     """
 
     name: str
@@ -232,6 +234,7 @@ class ProjectSpec:
     cmsis_nn_optimization: str = "-Ofast"
     armgen_version: str = ARMGEN_VERSION
     executorch_version: str = ""
+    zephyr_release: str | None = None
 
     @property
     def target(self) -> str:
@@ -520,6 +523,14 @@ def portable_source_for(op: str) -> str:
     return f"op_{base}.cpp"
 
 
+def reads_input_file(board: Board, rtos: str) -> bool:
+    """True when the firmware reads ``armgen run``'s ``input.bin`` through semihosting: bare metal
+    on a semihosting console (the QEMU boards), and Zephyr on a board that is a QEMU machine."""
+    if rtos == "zephyr":
+        return board.emulator is not None and board.emulator.board == board.name
+    return board.baremetal.console == "semihosting"
+
+
 def default_rtos(board: Board) -> Rtos:
     """Zephyr for boards Zephyr supports that are not QEMU machines; bare metal otherwise."""
     is_qemu = board.emulator is not None and board.emulator.board == board.name
@@ -568,6 +579,7 @@ def make_spec(
     stack_size: int = DEFAULT_STACK_SIZE,
     executorch_version: str | None = None,
     allow_cpu_mismatch: bool = False,
+    zephyr_release: str | None = None,
 ) -> ProjectSpec:
     """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
 
@@ -578,6 +590,7 @@ def make_spec(
         stack_size: main stack in bytes.
         allow_cpu_mismatch: accept a Cortex-M program planned for another CPU than the board's
             (only for emulator stand-ins, e.g. a Cortex-M85 program on QEMU's Cortex-M55).
+        zephyr_release: Zephyr release of a Zephyr project (None: the default release, 4.4).
 
     Returns:
         ProjectSpec: frozen.
@@ -633,8 +646,7 @@ def make_spec(
     )
     # .data/.bss: runtime statics plus, on semihosting consoles, the buffer `armgen run` hands a
     # new input over in (input.bin: all inputs, in .bss).
-    semihosting = rtos == "baremetal" and board.baremetal.console == "semihosting"
-    input_buffer = sum(t.nbytes for t in report.inputs) if semihosting else 0
+    input_buffer = sum(t.nbytes for t in report.inputs) if reads_input_file(board, rtos) else 0
     heap_size = DEFAULT_HEAP_SIZE[backend]
 
     wanted: list[tuple[str, int, str, int | None, bool]] = []
@@ -693,9 +705,11 @@ def make_spec(
         # zephyr,sram; armgen.zephyr picks that region (the NPU pools' region when delegated, else the
         # board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
         # and the overlay all read the same region from the spec.
-        from armgen.zephyr import dts_facts, zephyr_sram_region
+        from armgen.zephyr import board_target, dts_facts, zephyr_release as find_release, zephyr_sram_region
 
-        facts = dts_facts(board)
+        release = find_release(zephyr_release)
+        zephyr_release = release.name
+        facts = dts_facts(board, board_target(board, release))
         ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
         placed, pool_plan = plan(ram, ram)
         sram = zephyr_sram_region(board, facts, uses_npu, pool_plan)
@@ -766,6 +780,7 @@ def make_spec(
         cortex_m_sources=cortex_m_sources,
         cmsis_nn_optimization=cmsis_nn_optimization(board),
         executorch_version=executorch_version or report.executorch_version,
+        zephyr_release=zephyr_release if rtos == "zephyr" else None,
     )
 
 

@@ -202,6 +202,34 @@ def load_manifest(manifest_path: Path = MANIFEST_PATH) -> tuple[ProjectPin, ...]
     return tuple(pins)
 
 
+def release_manifest(zephyr_release: str) -> Path:
+    """The west manifest of Zephyr release ``zephyr_release`` (``modules/zephyr/v3.7.yml`` ...).
+
+    Raises:
+        WorkspaceError: an unknown release (naming the known ones).
+    """
+    from armgen.errors import ProjectError
+    from armgen.zephyr import zephyr_release as find_release
+
+    try:
+        return find_release(zephyr_release).manifest
+    except ProjectError as exc:
+        raise WorkspaceError(exc.message) from None
+
+
+def manifest_pins(zephyr_release: str | None = None, manifest_path: Path = MANIFEST_PATH) -> tuple[ProjectPin, ...]:
+    """The projects of armgen's manifest plus, with ``zephyr_release``, that release's Zephyr projects
+    (group ``zephyr``; :func:`release_manifest`).
+
+    Raises:
+        WorkspaceError: a manifest is missing or malformed; an unknown release.
+    """
+    pins = load_manifest(manifest_path)
+    if zephyr_release is None:
+        return pins
+    return pins + load_manifest(release_manifest(zephyr_release))
+
+
 def active_groups(zephyr: bool = False, benchmarks: bool = False) -> tuple[str, ...]:
     """Return the optional groups switched on by ``--zephyr`` / ``--benchmarks``."""
     return tuple(g for g, on in ((ZEPHYR_GROUP, zephyr), (BENCHMARKS_GROUP, benchmarks)) if on)
@@ -242,24 +270,27 @@ def project_url(pin: ProjectPin, mirror: str | None) -> str:
     return mirror.format(owner=pin.owner, name=pin.repo) if mirror else pin.url
 
 
-def parse_revision_overrides(items: Iterable[str], pins: Iterable[ProjectPin]) -> dict[str, str]:
-    """Turn ``PROJECT=REV`` strings into ``{project: rev}``.
+def parse_revision_overrides(
+    items: Iterable[str], pins: Iterable[ProjectPin], option: str = "--revision"
+) -> dict[str, str]:
+    """Turn ``PROJECT=VALUE`` strings (``--revision PROJECT=REV``, ``--url PROJECT=URL``) into a dict.
 
     Raises:
         WorkspaceError: bad syntax or an unknown project name (the message lists the known ones).
     """
     names = [p.name for p in pins]
+    example = "executorch=main" if option == "--revision" else "zephyr=file:///srv/mirrors/zephyr.git"
     out: dict[str, str] = {}
     for item in items:
-        project, sep, rev = item.partition("=")
-        if not sep or not project or not rev:
-            raise WorkspaceError(f"--revision {item!r}: expected PROJECT=REV, e.g. executorch=main")
+        project, sep, value = item.partition("=")
+        if not sep or not project or not value:
+            raise WorkspaceError(f"{option} {item!r}: expected PROJECT=VALUE, e.g. {example}")
         if project not in names:
             raise WorkspaceError(
-                f"--revision {item!r}: no project {project!r} in the manifest",
+                f"{option} {item!r}: no project {project!r} in the manifest",
                 hint=f"projects: {', '.join(names)}",
             )
-        out[project] = rev
+        out[project] = value
     return out
 
 
@@ -446,9 +477,11 @@ class Workspace:
         state = _read_state(self.root)
         if state and name in state.get("projects", {}):
             return self.root / state["projects"][name]["path"]
-        for pin in load_manifest():
+        for pin in manifest_pins(self.zephyr_release):
             if pin.name == name:
                 return self.root / pin.path
+        if name == "zephyr":
+            return self.root / "zephyr"  # every release manifest puts Zephyr there
         raise WorkspaceError(f"no project {name!r} in the armgen manifest")
 
     @property
@@ -490,6 +523,12 @@ class Workspace:
     def has_zephyr(self) -> bool:
         """True when the Zephyr tree is checked out (``zephyr/west.yml`` exists)."""
         return (self.zephyr_dir / "west.yml").is_file()
+
+    @property
+    def zephyr_release(self) -> str | None:
+        """The Zephyr release (``"3.7"``, ``"4.4"``) the workspace was made with; None without Zephyr."""
+        state = _read_state(self.root) or {}
+        return state.get("zephyr_release") if ZEPHYR_GROUP in state.get("groups", ()) else None
 
     @property
     def mirror(self) -> str | None:
@@ -637,7 +676,8 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
     if not is_west:
         problems.append("no .west/config (not made by `armgen workspace init`)")
     state = _read_state(root)
-    pins = load_manifest()
+    zrel = (state or {}).get("zephyr_release") if ZEPHYR_GROUP in (state or {}).get("groups", ()) else None
+    pins = manifest_pins(zrel)
     if state is None:
         problems.append(f"no {STATE_PATH.as_posix()} (init did not finish)")
         groups: tuple[str, ...] = ()
@@ -772,9 +812,17 @@ def _west_config_text(groups: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _manifest_copy_text(manifest_path: Path, urls: Mapping[str, str], revisions: Mapping[str, str]) -> str:
-    """The manifest as the workspace has it: each project's fetch URL and effective revision."""
+def _manifest_copy_text(
+    manifest_path: Path, urls: Mapping[str, str], revisions: Mapping[str, str], zephyr_release: str | None = None
+) -> str:
+    """The manifest as the workspace has it: each project's fetch URL and effective revision, with the
+    Zephyr release's projects (and its remotes) added when the workspace has Zephyr."""
     data = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+    if zephyr_release is not None:
+        extra = yaml.safe_load(release_manifest(zephyr_release).read_text(encoding="utf-8"))["manifest"]
+        names = {r["name"] for r in data["manifest"].get("remotes", [])}
+        data["manifest"].setdefault("remotes", []).extend(r for r in extra.get("remotes", []) if r["name"] not in names)
+        data["manifest"]["projects"].extend(extra["projects"])
     for proj in data["manifest"]["projects"]:
         name = proj["name"]
         if name in urls:  # active: fetched from here (remotes stay for the inactive ones)
@@ -785,7 +833,8 @@ def _manifest_copy_text(manifest_path: Path, urls: Mapping[str, str], revisions:
             proj["revision"] = revisions[name]
     header = (
         "# Written by `armgen workspace init` from armgen's modules/west.yml: URLs through the mirror\n"
-        "# template, revisions as checked out. Edit the original, not this copy.\n"
+        "# template (or --url), revisions as checked out, plus the Zephyr release's projects\n"
+        "# (modules/zephyr/<release>.yml). Edit the originals, not this copy.\n"
     )
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
 
@@ -799,6 +848,8 @@ def init_workspace(
     benchmarks: bool | None = None,
     manifest_path: Path = MANIFEST_PATH,
     progress: Progress | None = None,
+    zephyr_release: str | None = None,
+    urls: Mapping[str, str] | None = None,
 ) -> InitResult:
     """Create (or bring up to the pins) a west workspace at ``root`` from the pinned manifest.
 
@@ -820,6 +871,12 @@ def init_workspace(
             the manifest pin it overrode is unchanged.
         manifest_path: the manifest (default ``modules/west.yml``).
         progress: called with one-line progress messages.
+        zephyr_release: with Zephyr, which release (``"3.7"``, ``"4.4"``; None keeps the workspace's,
+            else the default); its projects come from ``modules/zephyr/<release>.yml``. One release per
+            workspace: another release replaces the Zephyr checkout.
+        urls: ``{project: URL}`` fetching a project from a URL of its own (a mirror under another name,
+            e.g. ``zephyr`` from a fork); wins over ``mirror`` for that project, and is recorded and
+            reused by later inits like ``revisions``.
 
     Raises:
         WorkspaceError: bad mirror template, unknown project, a revision not in the remote (with the
@@ -832,24 +889,36 @@ def init_workspace(
         mirror = old_state.get("mirror")
     if mirror is not None:
         validate_mirror_template(mirror)
-    pins = load_manifest(manifest_path)
+    old_groups = set(old_state.get("groups", ()))
+    want_zephyr = ZEPHYR_GROUP in old_groups if zephyr is None else zephyr
+    if want_zephyr:
+        from armgen.zephyr import default_release
+
+        zephyr_release = zephyr_release or old_state.get("zephyr_release") or default_release()
+        release_manifest(zephyr_release)  # an unknown release fails before anything is fetched
+    elif zephyr_release is not None:
+        raise WorkspaceError("--zephyr-release needs --zephyr (or a workspace that has Zephyr)")
+    pins = manifest_pins(zephyr_release if want_zephyr else None, manifest_path)
     revisions = dict(revisions or {})
-    unknown = sorted(set(revisions) - {p.name for p in pins})
-    if unknown:
-        raise WorkspaceError(
-            f"--revision for unknown project(s): {', '.join(unknown)}",
-            hint=f"projects: {', '.join(p.name for p in pins)}",
-        )
+    url_overrides = dict(urls or {})
+    for what, given in (("--revision", revisions), ("--url", url_overrides)):
+        unknown = sorted(set(given) - {p.name for p in pins})
+        if unknown:
+            raise WorkspaceError(
+                f"{what} for unknown project(s): {', '.join(unknown)}",
+                hint=f"projects: {', '.join(p.name for p in pins)}",
+            )
+    # A release change replaces the Zephyr projects: earlier overrides of them no longer apply.
+    same_release = old_state.get("zephyr_release") == zephyr_release
+    for name, url in (old_state.get("urls") or {}).items():
+        if name not in url_overrides and any(p.name == name for p in pins) and (same_release or name != "zephyr"):
+            url_overrides[name] = url
     # An earlier --revision stays in force while the manifest pin it overrode is unchanged.
     for pin in pins:
         rec = old_state.get("projects", {}).get(pin.name, {})
         if pin.name not in revisions and rec.get("pinned") == pin.revision and rec.get("revision"):
             revisions[pin.name] = rec["revision"]
-    old_groups = set(old_state.get("groups", ()))
-    groups = active_groups(
-        ZEPHYR_GROUP in old_groups if zephyr is None else zephyr,
-        BENCHMARKS_GROUP in old_groups if benchmarks is None else benchmarks,
-    )
+    groups = active_groups(want_zephyr, BENCHMARKS_GROUP in old_groups if benchmarks is None else benchmarks)
     selected = sorted(select_projects(pins, groups), key=lambda p: p.path.count("/"))
     stubbed = [
         p
@@ -861,7 +930,7 @@ def init_workspace(
     resolved: dict[str, ResolvedRevision] = {}
     urls: dict[str, str] = {}
     for pin in selected:
-        url = project_url(pin, mirror)
+        url = url_overrides.get(pin.name) or project_url(pin, mirror)
         urls[pin.name] = url
         wanted = revisions.get(pin.name, pin.revision)
         say(f"resolving {pin.name} {wanted} at {url}")
@@ -874,7 +943,8 @@ def init_workspace(
         if same and set(rec) == {p.name for p in selected} and old_state.get("mirror") == mirror:
             status = workspace_status(root, with_sizes=False)
             if status.complete:
-                _write_records(root, manifest_path, mirror, groups, selected, stubbed, urls, resolved)
+                _write_records(root, manifest_path, mirror, groups, selected, stubbed, urls, resolved,
+                               zephyr_release if want_zephyr else None, url_overrides)
                 return InitResult(Workspace(root), {p.name: "up to date" for p in selected}, True)
 
     # 3. check out, parents before nested projects
@@ -910,7 +980,8 @@ def init_workspace(
             actions[pin.name] = "stubbed"
 
     # 4. west's files and armgen's record, last: their presence means init finished
-    _write_records(root, manifest_path, mirror, groups, selected, stubbed, urls, resolved)
+    _write_records(root, manifest_path, mirror, groups, selected, stubbed, urls, resolved,
+                   zephyr_release if want_zephyr else None, url_overrides)
     return InitResult(Workspace(root), actions, False)
 
 
@@ -923,15 +994,21 @@ def _write_records(
     stubbed: Iterable[ProjectPin],
     urls: Mapping[str, str],
     resolved: Mapping[str, ResolvedRevision],
+    zephyr_release: str | None = None,
+    url_overrides: Mapping[str, str] | None = None,
 ) -> None:
     """Write armgen-manifest/west.yml, .west/config and .armgen/workspace.json (each atomically)."""
     selected = list(selected)
     effective = {p.name: resolved[p.name].requested for p in selected}
-    _write_atomic(root / MANIFEST_DIR_NAME / "west.yml", _manifest_copy_text(manifest_path, urls, effective))
+    _write_atomic(
+        root / MANIFEST_DIR_NAME / "west.yml", _manifest_copy_text(manifest_path, urls, effective, zephyr_release)
+    )
     _write_atomic(root / ".west" / "config", _west_config_text(groups))
     state = {
         "schema_version": STATE_SCHEMA_VERSION,
         "mirror": mirror,
+        "urls": dict(sorted((url_overrides or {}).items())),
+        "zephyr_release": zephyr_release,
         "groups": list(groups),
         "projects": {
             p.name: {

@@ -31,18 +31,97 @@ the rule "the devicetree memory-region name equals the armgen region name" and t
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from armgen.boards import Board, MemoryRegion
-from armgen.errors import BuildError, ProjectError
+from armgen.errors import ProjectError
 from armgen.paths import MODULES_DIR
 
-#: Zephyr release the generated projects are written for (ExecuTorch's Zephyr docs:
-#: ``west init --manifest-rev v4.4.0``).
-ZEPHYR_RELEASE = "v4.4.0"
+#: Where the Zephyr releases are described (one west manifest per release beside it).
+RELEASES_PATH = MODULES_DIR / "zephyr" / "releases.yaml"
+
+
+@dataclass(frozen=True)
+class ZephyrRelease:
+    """A Zephyr release armgen writes applications for (``modules/zephyr/releases.yaml``).
+
+    Attributes:
+        name: the short name users pass (``"3.7"``, ``"4.4"``). tag: the release tag (``v3.7.1``).
+        manifest: the west manifest of Zephyr and the modules the workspace takes for this release.
+        ethos_u_kconfig_prefix: ``ARM_ETHOS_U`` (up to 4.1) or ``ETHOS_U`` (4.2 on).
+        allowlist: Zephyr's own projects a generated application's west.yml imports.
+    """
+
+    name: str
+    tag: str
+    manifest: Path
+    ethos_u_kconfig_prefix: str
+    allowlist: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=None)
+def zephyr_releases(path: Path = RELEASES_PATH) -> tuple[tuple[str, ZephyrRelease], ...]:
+    """Every release of ``modules/zephyr/releases.yaml`` as ``(name, ZephyrRelease)``, default first.
+
+    Raises:
+        ProjectError: the file is missing or malformed.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        default = str(data["default"])
+        out = {
+            str(name): ZephyrRelease(
+                name=str(name), tag=str(r["tag"]), manifest=path.parent / str(r["manifest"]),
+                ethos_u_kconfig_prefix=str(r["ethos_u_kconfig_prefix"]), allowlist=tuple(r["allowlist"]),
+            )
+            for name, r in data["releases"].items()
+        }
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{path}: not a Zephyr release list ({exc})") from exc
+    return tuple(sorted(out.items(), key=lambda kv: (kv[0] != default, kv[0])))
+
+
+def default_release() -> str:
+    """The release ``armgen new`` writes for without ``--zephyr-release`` (4.4)."""
+    return zephyr_releases()[0][0]
+
+
+def zephyr_release(name: str | None = None) -> ZephyrRelease:
+    """The release called ``name`` (``"3.7"``; a tag such as ``v3.7.1`` works too); None: the default.
+
+    Raises:
+        ProjectError: an unknown release (the message lists the known ones).
+    """
+    releases = dict(zephyr_releases())
+    name = name or default_release()
+    for rel in releases.values():
+        if name in (rel.name, rel.tag, rel.tag.lstrip("v")):
+            return rel
+    raise ProjectError(f"unknown Zephyr release '{name}' (armgen knows {', '.join(releases)})")
+
+
+def board_target(board: Board, release: ZephyrRelease) -> str:
+    """The board's Zephyr target in ``release``.
+
+    Raises:
+        ProjectError: the board has no Zephyr support, or not in this release (naming the releases
+            that have it).
+    """
+    if board.zephyr is None:
+        raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
+    if release.name not in board.zephyr.releases:
+        have = ", ".join(board.zephyr.releases)
+        raise ProjectError(
+            f"board '{board.name}' is not in Zephyr {release.name} (Zephyr releases that have it: {have})",
+            hint=f"use --zephyr-release {board.zephyr.releases[-1]}",
+        )
+    return board.zephyr.target(release.name)
 
 #: Cortex-M cores with a data cache (Arm TRMs: Cortex-M7, -M55 and -M85 have optional I/D caches;
 #: every board armgen ships with these cores has them). Data-cache maintenance around NPU DMA is
@@ -56,7 +135,7 @@ ZEPHYR_CORE_SYMBOLS: dict[str, str] = {
     "CPP": "lib/cpp/Kconfig",
     "STD_CPP17": "lib/cpp/Kconfig",
     "FPU": "arch/Kconfig",
-    "FP_HARDABI": "arch/Kconfig",
+    "FP_HARDABI": "arch/arm/core/Kconfig",
     "MAIN_STACK_SIZE": "kernel/Kconfig",
     "HEAP_MEM_POOL_SIZE": "kernel/Kconfig",
     "INIT_STACKS": "kernel/Kconfig",
@@ -65,13 +144,20 @@ ZEPHYR_CORE_SYMBOLS: dict[str, str] = {
     "DCACHE": "arch/Kconfig",
     "ICACHE": "arch/Kconfig",
     "FLASH_LOAD_OFFSET": "Kconfig.zephyr",
+    "SPEED_OPTIMIZATIONS": "Kconfig.zephyr",
+    "CBPRINTF_NANO": "lib/os/Kconfig.cbprintf",
+    "PICOLIBC_IO_FLOAT": "lib/libc/picolibc/Kconfig",
+    "BOOT_BANNER": "kernel/Kconfig",
+    "TIMESLICING": "kernel/Kconfig",
+    "UART_INTERRUPT_DRIVEN": "drivers/serial/Kconfig",
+    "SYS_CLOCK_HW_CYCLES_PER_SEC": "kernel/Kconfig",
     "ETHOS_U": "modules/hal_ethos_u/Kconfig (renamed from ARM_ETHOS_U in v4.2, migration guide 4.2)",
     "ETHOS_U_DCACHE": "drivers/misc/ethos_u/Kconfig",
     "ARM_ETHOS_U": "modules/hal_ethos_u/Kconfig before v4.2 and vendor forks (alifsemi/zephyr_alif)",
 }
 # NPU configuration choices (modules/hal_ethos_u/Kconfig; ExecuTorch's samples use ETHOS_U55_256).
 for _prefix in ("ETHOS_U", "ARM_ETHOS_U"):
-    for _npu in ("55_32", "55_64", "55_128", "55_256", "65_128", "65_256", "65_512",
+    for _npu in ("55_64", "55_128", "55_256", "65_128", "65_256", "65_512",
                  "85_128", "85_256", "85_512", "85_1024", "85_2048"):
         ZEPHYR_CORE_SYMBOLS[f"{_prefix}{_npu}"] = "modules/hal_ethos_u/Kconfig (NPU configuration choice)"
 
@@ -117,6 +203,11 @@ _ALIF_E8 = {
 }
 _ALIF_SRC = ("zephyr boards/alif/ensemble_e8_dk/ensemble_e8_dk_ae822fa0e5597ls0_rtss_{hp,he}.dts, "
              "dts/arm/alif/ensemble/ae822fa0e5597ls0.dtsi, common/ensemble_rtss_{hp,he}.dtsi")
+_AN547 = {
+    "ITCM": DtRegion("itcm", "ITCM"),
+    "DTCM": DtRegion("dtcm", "DTCM"),
+    "ISRAM": DtRegion("isram", "ISRAM"),
+}
 _STM32_DTCM_NOTE = "dts/arm/st: dtcm is zephyr,dtcm (compatible zephyr,memory-region, region DTCM)"
 
 #: Devicetree facts per Zephyr board target (see the module docstring for sources).
@@ -132,10 +223,15 @@ ZEPHYR_DTS: dict[str, DtsFacts] = {
         },
         "ITCM", "DTCM", True, "zephyr boards/arm/mps3/mps3_corstone300_fvp.dts (ethosu0: ethosu@48102000)",
     ),
+    # QEMU's mps3-an547. 3.7: zephyr v3.7.1 boards/arm/mps3/mps3_an547.dts (itcm/dtcm "ITCM"/"DTCM",
+    # isram "ISRAM", ddr4 "DDR4" (a multi-range node armgen does not use); chosen flash=itcm, sram=dtcm).
+    "mps3/an547": DtsFacts(_AN547, "ITCM", "DTCM", False, "zephyr v3.7.1 boards/arm/mps3/mps3_an547.dts"),
+    "mps3/corstone300/an547": DtsFacts(
+        _AN547, "ITCM", "DTCM", True, "zephyr v4.4 boards/arm/mps3/mps3_corstone300_an547.dts (as 3.7's mps3_an547.dts)"
+    ),
     "mps4/corstone320/fvp": DtsFacts(
         {
             "ITCM": DtRegion("itcm", "ITCM"),
-            "BROM": DtRegion("rom", "ROM"),
             "SRAM": DtRegion("sram", "SRAM"),
             "DTCM": DtRegion("dtcm", "DTCM"),
             "ISRAM": DtRegion("isram", "ISRAM"),
@@ -154,21 +250,20 @@ ZEPHYR_DTS: dict[str, DtsFacts] = {
         {
             "FLASH": DtRegion("flash0", None),
             "DTCM": DtRegion("dtcm", "DTCM"),
-            "SRAM": DtRegion("sram0", None),
+            "SRAM": DtRegion("sram0", "SRAM0"),
         },
         "FLASH", "SRAM", False, "zephyr boards/st/nucleo_f767zi, dts/arm/st/f7/stm32f767Xi.dtsi; " + _STM32_DTCM_NOTE,
     ),
     "stm32f4_disco": DtsFacts(
         {
             "FLASH": DtRegion("flash0", None),
-            "CCM": DtRegion("ccm0", None),
-            "SRAM": DtRegion("sram0", None),
+            "CCM": DtRegion("ccm0", "CCM"),
+            "SRAM": DtRegion("sram0", "SRAM0"),
         },
         "FLASH", "SRAM", False, "zephyr boards/st/stm32f4_disco, dts/arm/st/f4/stm32f407Xg.dtsi",
     ),
 }
 
-_ALLOWLIST_BASE = ("cmsis", "cmsis_6", "hal_ethos_u")
 #: armgen manifest projects the Zephyr application pins itself (``modules/west.yml``), in order.
 APP_PROJECTS = ("executorch", "flatbuffers", "flatcc", "json", "gflags", "cmsis-nn")
 
@@ -190,8 +285,8 @@ def normalise_board_target(target: str) -> str:
     return f"{stem}_{revision.replace('.', '_')}" if revision else stem
 
 
-def dts_facts(board: Board) -> DtsFacts:
-    """Devicetree facts for the board's Zephyr target (table, else the naming rule).
+def dts_facts(board: Board, target: str) -> DtsFacts:
+    """Devicetree facts for the board's Zephyr ``target`` (table, else the naming rule).
 
     For an unknown target: every region is assumed to have a node labelled ``<name in lower
     case>`` with ``zephyr,memory-region = "<NAME>"``, ``zephyr,flash`` is the code region and
@@ -202,7 +297,7 @@ def dts_facts(board: Board) -> DtsFacts:
     """
     if board.zephyr is None:
         raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
-    known = ZEPHYR_DTS.get(board.zephyr.target)
+    known = ZEPHYR_DTS.get(target)
     if known is not None:
         return known
     regions = {r.name: DtRegion(r.name.lower(), r.name) for r in board.regions}
@@ -218,7 +313,7 @@ def dts_facts(board: Board) -> DtsFacts:
         code or board.regions[0].name,
         ram[0].name if ram else board.regions[0].name,
         False,
-        f"assumed (no devicetree facts for {board.zephyr.target} in armgen): node labels and memory-region names follow the board file",
+        f"assumed (no devicetree facts for {target} in armgen): node labels and memory-region names follow the board file",
     )
 
 
@@ -239,12 +334,13 @@ def has_dcache(board: Board) -> bool:
     return board.cpu.core in DCACHE_CORES
 
 
-def npu_kconfig_choice(board: Board) -> str | None:
-    """The NPU configuration symbol (without ``CONFIG_``), e.g. ``ETHOS_U55_256``; None without NPU."""
+def npu_kconfig_choice(board: Board, release: ZephyrRelease) -> str | None:
+    """The NPU configuration symbol (without ``CONFIG_``) in ``release``, e.g. ``ETHOS_U55_256``
+    (4.4) or ``ARM_ETHOS_U55_256`` (3.7); None without NPU."""
     if board.npu is None or board.zephyr is None:
         return None
     kind = board.npu.type.replace("ethos-u", "")
-    return f"{board.zephyr.ethos_u_kconfig_prefix}{kind}_{board.npu.macs}"
+    return f"{release.ethos_u_kconfig_prefix}{kind}_{board.npu.macs}"
 
 
 def check_npu_placement(spec: Any) -> None:
@@ -354,7 +450,9 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             Zephyr's Ethos-U driver (:func:`check_npu_placement`).
     """
     board: Board = spec.board
-    facts = dts_facts(board)
+    release = zephyr_release(spec.zephyr_release)
+    target = board_target(board, release)
+    facts = dts_facts(board, target)
     zt = board.zephyr
     assert zt is not None
     check_npu_placement(spec)
@@ -386,8 +484,8 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
     model_section = SectionPlacement(".armgen_model", spec.model_region, model_mem, (".armgen_model",), False)
 
     # ---- Kconfig -------------------------------------------------------------------------------
-    npu_choice = npu_kconfig_choice(board) if spec.uses_npu else None
-    prefix = zt.ethos_u_kconfig_prefix
+    npu_choice = npu_kconfig_choice(board, release) if spec.uses_npu else None
+    prefix = release.ethos_u_kconfig_prefix
     board_conf: list[tuple[str, list[str]]] = []
     if zt.flash_load_offset:
         board_conf.append((
@@ -442,12 +540,46 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         [f"CONFIG_MAIN_STACK_SIZE={spec.stack_size}", "CONFIG_INIT_STACKS=y", "CONFIG_THREAD_STACK_INFO=y"],
     ))
     prj_conf.append((
-        f"Kernel heap (k_malloc): {spec.heap_size} bytes, used once at boot"
-        + (" by the Ethos-U driver for its mutex and semaphore" if spec.uses_npu else "; nothing allocates")
-        + ". Any allocation after the model is initialised stops the firmware (src/platform/platform.c). "
-        "Console output uses printk (no allocation, no float formatting needed).",
-        [f"CONFIG_HEAP_MEM_POOL_SIZE={spec.heap_size}"],
+        "Speed: Zephyr, the application and the ExecuTorch runtime at -O2 (Zephyr's default is -Os, "
+        "ExecuTorch's module default -Os too: about 40 % more instructions per inference). CMSIS-NN "
+        f"keeps its own level ({spec.cmsis_nn_optimization}, CMakeLists.txt).",
+        ["CONFIG_SPEED_OPTIMIZATIONS=y", "CONFIG_EXECUTORCH_OPTIMIZE_FOR_SIZE=n"],
     ))
+    prj_conf.append((
+        "ExecuTorch's log messages and program verification off: the messages pull the C library's "
+        "printf into the image (about 30 KB). For debugging, set CONFIG_EXECUTORCH_ENABLE_LOGGING=y "
+        "(errors from load_method/execute then name the operator and the reason on the console).",
+        ["CONFIG_EXECUTORCH_ENABLE_LOGGING=n", "CONFIG_EXECUTORCH_ENABLE_PROGRAM_VERIFICATION=n"],
+    ))
+    prj_conf.append((
+        "A lean single-application kernel: printk through the console UART by polling, with the small "
+        "formatter (armgen prints through its own, src/app/armgen_print.c); no boot banner, no time "
+        "slicing, the C library's printf without floating point.",
+        ["CONFIG_CBPRINTF_NANO=y", "CONFIG_PICOLIBC_IO_FLOAT=n", "CONFIG_BOOT_BANNER=n", "CONFIG_TIMESLICING=n",
+         "CONFIG_UART_INTERRUPT_DRIVEN=n"],
+    ))
+    if spec.heap_size > 0:
+        prj_conf.append((
+            f"Kernel heap (k_malloc): {spec.heap_size} bytes, used once at boot by the Ethos-U driver for "
+            "its mutex and semaphore. Any allocation after the model is initialised stops the firmware "
+            "(src/platform/platform.c). Console output uses printk (no allocation).",
+            [f"CONFIG_HEAP_MEM_POOL_SIZE={spec.heap_size}"],
+        ))
+    else:
+        prj_conf.append((
+            "No kernel heap: nothing allocates. armgen hands ExecuTorch a temp allocator, so its Zephyr "
+            "PAL's et_pal_allocate (k_malloc) is never called; k_malloc/k_free and malloc are wrapped "
+            "onto a guard that stops the firmware if anything does (src/platform/platform.c). Console "
+            "output uses printk (no allocation).",
+            ["CONFIG_HEAP_MEM_POOL_SIZE=0"],
+        ))
+    if _on_qemu(board):
+        hz = board.cpu.clock_hz
+        board_conf.append((
+            f"QEMU's SysTick runs at the machine's clock, {hz} Hz (board file cpu.clock_hz; QEMU "
+            "hw/arm/mps2*.c), whatever the devicetree says (Zephyr 3.7's an547 DTS: 25 MHz).",
+            [f"CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC={hz}"],
+        ))
 
     pool_kconfig = []
     for p in spec.pools:
@@ -494,9 +626,12 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         }
 
     return {
-        "zephyr_target": zt.target,
-        "board_stem": normalise_board_target(zt.target),
-        "zephyr_release": zt.release or ZEPHYR_RELEASE,
+        "zephyr_target": target,
+        "board_stem": normalise_board_target(target),
+        "zephyr_release": release.tag,
+        "zephyr_release_name": release.name,
+        "ethos_u_kconfig_prefix": release.ethos_u_kconfig_prefix,
+        "on_qemu": _on_qemu(board),
         "zephyr_vendor_fork": zt.vendor_fork,
         "zephyr_vendor_target": zt.vendor_target,
         "zephyr_note": zt.note,
@@ -508,30 +643,33 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         "sections_noinit": noinit,
         "sections_region": region_sections,
         "model_section": model_section,
-        "west": west_projects(board),
+        "west": west_projects(board, release),
         "dcache": dcache,
         "npu_kconfig": npu_choice,
-        "hal_modules": tuple(m for m in zt.hal_modules if m not in _ALLOWLIST_BASE),
+        "hal_modules": tuple(m for m in zt.hal_modules if m not in release.allowlist),
     }
 
 
-def west_projects(board: Board, manifest_path: Path | None = None) -> dict[str, Any]:
-    """The west projects of a generated application, from armgen's pinned ``modules/west.yml``.
+def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
+    """The west projects of a generated application, from armgen's pinned manifests.
+
+    Zephyr comes from the release's manifest (``modules/zephyr/<release>.yml``), the application's own
+    projects (:data:`APP_PROJECTS`) from ``modules/west.yml``.
 
     Returns:
         dict: ``zephyr`` (ProjectPin of Zephyr), ``allowlist`` (Zephyr's projects imported by name:
-        cmsis, cmsis_6, hal_ethos_u + the board's HALs, sorted), ``projects`` (ProjectPins pinned by
-        the application itself: :data:`APP_PROJECTS` in order), ``remotes`` (sorted (name, url-base)).
+        the release's allowlist + the board's HALs, sorted), ``projects`` (ProjectPins pinned by
+        the application itself, in :data:`APP_PROJECTS` order), ``remotes`` (sorted (name, url-base)).
 
     Raises:
-        WorkspaceError: ``modules/west.yml`` is missing or malformed (from armgen.workspace).
+        WorkspaceError: a manifest is missing or malformed (from armgen.workspace).
     """
     from armgen.workspace import load_manifest
 
-    pins = {p.name: p for p in load_manifest(manifest_path or MODULES_DIR / "west.yml")}
-    zephyr = pins["zephyr"]
+    pins = {p.name: p for p in load_manifest(MODULES_DIR / "west.yml")}
+    zephyr = next(p for p in load_manifest(release.manifest) if p.name == "zephyr")
     hals = board.zephyr.hal_modules if board.zephyr else ()
-    allow = sorted(set(_ALLOWLIST_BASE) | set(hals))
+    allow = sorted(set(release.allowlist) | set(hals))
     projects = [pins[n] for n in APP_PROJECTS if n in pins]
     remotes = {}
     for p in [zephyr, *projects]:
@@ -544,18 +682,35 @@ def west_projects(board: Board, manifest_path: Path | None = None) -> dict[str, 
     }
 
 
-def check_zephyr_workspace(workspace: Any) -> None:
-    """Refuse a Zephyr build when the workspace has no Zephyr tree.
+def _on_qemu(board: Board) -> bool:
+    """True for a board that is itself a QEMU machine (its image runs under ``armgen run``)."""
+    return board.emulator is not None and board.emulator.board == board.name and board.emulator.qemu_machine is not None
+
+
+def check_zephyr_workspace(workspace: Any, release: str = "") -> None:
+    """Refuse a Zephyr build when the workspace has no Zephyr tree, or another release than the project's.
 
     Args:
-        workspace: an :class:`armgen.workspace.Workspace`.
+        workspace: an :class:`armgen.workspace.Workspace`. release: the project's Zephyr release
+            (``armgen.toml`` zephyr_release); empty skips the release check.
 
     Raises:
-        BuildError: ``no Zephyr in the workspace <root>`` with the command that adds it.
+        WorkspaceError: ``no Zephyr in the workspace <root>`` / ``the workspace has Zephyr X, the project
+            is for Zephyr Y``, with the command that fixes it.
     """
+    from armgen.errors import WorkspaceError
+
+    rel = release or default_release()
     if not workspace.has_zephyr:
-        raise BuildError(
-            f"no Zephyr in the workspace {workspace.root} (this is a Zephyr project)",
-            hint="run: armgen workspace init --zephyr (Zephyr v4.4.0 and its HALs, over 1 GB), "
-            "or build it with plain `west build` in a west workspace made from the project's west.yml",
+        raise WorkspaceError(
+            f"no Zephyr in the workspace {workspace.root} (this is a Zephyr {rel} project)",
+            hint=f"run: armgen workspace init --zephyr --zephyr-release {rel} (add --url/--revision for a "
+            "mirror), or build it with plain `west build` in a west workspace made from the project's west.yml",
+        )
+    have = workspace.zephyr_release
+    if release and have and have != release:
+        raise WorkspaceError(
+            f"the workspace {workspace.root} has Zephyr {have}, the project is for Zephyr {release}",
+            hint=f"regenerate the project with --zephyr-release {have}, or run: armgen workspace init "
+            f"--zephyr --zephyr-release {release} (one release per workspace; ARMGEN_WORKSPACE picks another)",
         )

@@ -186,13 +186,14 @@ def test_alif_e8_facts():
         assert mram.npu_address == 0x80000000 and {"code", "model"} <= mram.uses
         assert b.budgets.flash == 5632 * KiB - 0x8000
         assert b.region("SRAM0").npu_address == 0x02000000 and b.region("SRAM1").base == 0x02400000
-        assert b.zephyr.flash_load_offset == 0x8000 and b.zephyr.release == "v4.4.0"
-        assert b.zephyr.ethos_u_kconfig_prefix == "ETHOS_U"
+        assert b.zephyr.flash_load_offset == 0x8000 and b.zephyr.releases == ("4.4",)
         assert b.baremetal.vector_table == 0x80008000
         assert b.emulator.board == "qemu_mps3_an547"
     assert he.cpu.clock_hz == 160_000_000 and hp.cpu.clock_hz == 400_000_000
     assert he.npu.vela_accelerator == "ethos-u55-128" and hp.npu.vela_accelerator == "ethos-u55-256"
-    assert hp.zephyr.target == "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"
+    assert hp.zephyr.target("4.4") == "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"
+    with pytest.raises(BoardError, match=r"Zephyr 3.7 has no target for this board \(releases that have it: 4.4\)"):
+        hp.zephyr.target("3.7")
     assert hp.zephyr.vendor_target == "alif_e8_dk/ae822fa0e5597xx0/rtss_hp"
     assert he.zephyr.console == "uart2" and hp.zephyr.console == "uart4"
 
@@ -207,7 +208,17 @@ def test_corstone_facts():
     assert c320.npu.vela_accelerator == "ethos-u85-256"
     assert c320.emulator.board == "qemu_mps3_an547" and c320.emulator.qemu_cpu == "cortex-m55"
     assert "Cortex-M55" in c320.emulator.note
-    assert c320.zephyr.target == "mps4/corstone320/fvp"
+    assert c320.zephyr.targets == (("4.4", "mps4/corstone320/fvp"),)
+
+
+def test_zephyr_targets_per_release():
+    """3.7 names the an547 board mps3/an547, 4.4 mps3/corstone300/an547 (zephyr v3.7.1 and v4.4.0
+    boards/arm/mps3); mps2/an386 and an500 are not in 3.7.1 (its boards/arm/mps2 has an385, an521)."""
+    an547 = load_board("qemu_mps3_an547")
+    assert dict(an547.zephyr.targets) == {"3.7": "mps3/an547", "4.4": "mps3/corstone300/an547"}
+    assert load_board("qemu_mps2_an386").zephyr.releases == ("4.4",)
+    for name in ("stm32f4_disco", "nucleo_f767zi", "nucleo_h743zi"):
+        assert load_board(name).zephyr.releases == ("3.7", "4.4")
 
 
 def test_qemu_memory_maps_are_the_tested_layouts():

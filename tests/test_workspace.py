@@ -26,6 +26,7 @@ from armgen.workspace import (
     find_workspace,
     init_workspace,
     load_manifest,
+    manifest_pins,
     parse_revision_overrides,
     project_url,
     read_pte_file_identifier,
@@ -80,8 +81,17 @@ def test_manifest_parses_with_west_and_pins_what_the_issue_says():
     assert (pins["cmsis-nn"].owner, pins["cmsis-nn"].repo) == ("ARM-software", "CMSIS-NN")
     assert pins["cmsis_6"].path == "modules/hal/cmsis_6"
     assert (pins["hal_ethos_u"].owner, pins["hal_ethos_u"].path) == ("zephyrproject-rtos", "modules/hal/ethos_u")
-    assert (pins["zephyr"].revision, pins["zephyr"].groups) == ("v4.4.0", ("zephyr",))
-    assert pins["hal_stm32"].groups == ("zephyr",)
+    assert "zephyr" not in pins and "hal_stm32" not in pins  # per release: modules/zephyr/<release>.yml
+    z44 = {p.name: p for p in manifest_pins("4.4")}
+    assert (z44["zephyr"].revision, z44["zephyr"].groups) == ("v4.4.0", ("zephyr",))
+    z37 = {p.name: p for p in manifest_pins("3.7")}
+    assert (z37["zephyr"].revision, z37["zephyr"].path) == ("v3.7.1", "zephyr")
+    # zephyr v3.7.1 west.yml pins of the modules 3.7 applications need
+    assert z37["cmsis"].revision == "4b96cbb174678dcd3ca86e11e1f24bc5f8726da0"
+    assert z37["hal_stm32"].revision == "f1317150eac951fdd8259337a47cbbc4c2e6d335"
+    with pytest.raises(WorkspaceError, match="unknown Zephyr release '2.7'"):
+        manifest_pins("2.7")
+    pins.update(z44)
     for name in ("tflite-micro", "gemmlowp", "ruy", "kissfft", "flatbuffers-tflm"):
         assert pins[name].groups == ("benchmarks",)
     assert (pins["flatbuffers-tflm"].owner, pins["flatbuffers-tflm"].repo) == ("google", "flatbuffers")
@@ -149,7 +159,7 @@ def test_revision_overrides_parse_and_reject_unknown_projects():
     }
     with pytest.raises(WorkspaceError, match="no project 'torch'"):
         parse_revision_overrides(["torch=main"], pins)
-    with pytest.raises(WorkspaceError, match="PROJECT=REV"):
+    with pytest.raises(WorkspaceError, match="PROJECT=VALUE"):
         parse_revision_overrides(["executorch"], pins)
 
 

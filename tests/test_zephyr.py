@@ -28,7 +28,7 @@ import pytest
 from armgen import zephyr
 from armgen.boards import load_board
 from armgen.compile import compile_model
-from armgen.errors import BuildError, ProjectError
+from armgen.errors import BuildError, ProjectError, WorkspaceError
 from armgen.paths import MODULES_DIR, workspace_dir
 from armgen.render import render_project, write_project
 from armgen.spec import make_spec, operator_lookup_scratch
@@ -121,7 +121,7 @@ def test_normalised_board_targets():
 def test_config_symbols_are_declared(projects, board):
     spec, files = projects[board]
     own = _kconfig_symbols(_text(files, "Kconfig"))
-    stem = zephyr.normalise_board_target(spec.board.zephyr.target)
+    stem = zephyr.normalise_board_target(spec.board.zephyr.target(spec.zephyr_release))
     used = _config_lines(_text(files, "prj.conf")) | _config_lines(_text(files, f"boards/{stem}.conf"))
     et = _et_zephyr_kconfig()
     et_syms = _kconfig_symbols(et.read_text()) if et else set()
@@ -259,7 +259,7 @@ def test_alif_overlay_adds_the_npu_and_moves_zephyr_sram(projects):
     npu_regions = {p.region for p in spec.pools if p.npu}
     assert len(npu_regions) == 1
     (region,) = npu_regions
-    assert sram_label == [f"&{zephyr.ZEPHYR_DTS[spec.board.zephyr.target].regions[region].label}"]
+    assert sram_label == [f"&{zephyr.ZEPHYR_DTS[spec.board.zephyr.target(spec.zephyr_release)].regions[region].label}"]
     r = spec.board.region(region)
     assert r.npu_address == r.base and r.kind == "sram"
 
@@ -286,14 +286,14 @@ def test_cortex_m_board_keeps_its_devicetree_and_caches(projects):
 def test_npu_board_conf_uses_the_board_prefix_and_dcache(projects):
     spec, files = projects["alif_e8"]
     conf = _config_lines(_text(files, "boards/ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp.conf"))
-    assert spec.board.zephyr.ethos_u_kconfig_prefix == "ETHOS_U"
+    assert zephyr.zephyr_release(spec.zephyr_release).ethos_u_kconfig_prefix == "ETHOS_U"
     assert conf["ETHOS_U"] == "y" and conf["ETHOS_U55_256"] == "y"
     assert conf["ETHOS_U_DCACHE"] == "y" and conf["DCACHE"] == "y"
     assert int(conf["FLASH_LOAD_OFFSET"], 16) == spec.board.zephyr.flash_load_offset == 0x8000
     # A vendor-fork board (ARM_ETHOS_U prefix) gets the old names.
-    board = spec.board
-    vendor = dataclasses.replace(board, zephyr=dataclasses.replace(board.zephyr, ethos_u_kconfig_prefix="ARM_ETHOS_U"))
-    assert zephyr.npu_kconfig_choice(vendor) == "ARM_ETHOS_U55_256"
+    # Zephyr 3.7 spells the driver's symbols ARM_ETHOS_U* (v3.7.1 modules/hal_ethos_u/Kconfig).
+    assert zephyr.npu_kconfig_choice(spec.board, zephyr.zephyr_release("3.7")) == "ARM_ETHOS_U55_256"
+    assert zephyr.npu_kconfig_choice(spec.board, zephyr.zephyr_release("4.4")) == "ETHOS_U55_256"
 
 
 # ---- structure, west, determinism ---------------------------------------------------------------
@@ -302,7 +302,7 @@ def test_structure_matches_upstream_sample(projects, board):
     spec, files = projects[board]
     top = {p.split("/")[0] for p in files}
     assert UPSTREAM_MV2_TOP <= top
-    stem = zephyr.normalise_board_target(spec.board.zephyr.target)
+    stem = zephyr.normalise_board_target(spec.board.zephyr.target(spec.zephyr_release))
     assert sorted(p for p in files if p.startswith("boards/")) == [f"boards/{stem}.conf", f"boards/{stem}.overlay"]
     assert "src/platform/platform.c" in files and "src/platform/et_pal.cpp" not in files
     # The shared model API and main come from templates/common unchanged (not forked).
@@ -318,7 +318,7 @@ def test_structure_matches_upstream_sample(projects, board):
 def test_alif_files_and_placement(projects):
     spec, files = projects["alif_e8"]
     assert spec.rtos == "zephyr" and spec.backend == "ethos-u" and spec.uses_npu
-    assert spec.board.zephyr.target == "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"
+    assert spec.board.zephyr.target("4.4") == "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"
     assert spec.report.target == "ethos-u55-256"
     # The .pte is read in place from MRAM (zephyr,flash), in its own output section.
     assert spec.model_region == "MRAM"
@@ -350,6 +350,7 @@ def test_west_manifest_pins_what_modules_pins(projects):
     from armgen.workspace import load_manifest
 
     pins = {p.name: p for p in load_manifest(MODULES_DIR / "west.yml")}
+    pins.update({p.name: p for p in load_manifest(zephyr.zephyr_release("4.4").manifest)})
     for board in BOARD_TARGET:
         spec, files = projects[board]
         m = Manifest.from_data(_text(files, "west.yml"), import_flags=ImportFlag.IGNORE)
@@ -359,12 +360,12 @@ def test_west_manifest_pins_what_modules_pins(projects):
             assert projects_[name].revision == pins[name].revision, name
             assert projects_[name].path == pins[name].path, name
             assert projects_[name].url == pins[name].url, name
-        allow = zephyr.west_projects(spec.board)["allowlist"]
+        allow = zephyr.west_projects(spec.board, zephyr.zephyr_release("4.4"))["allowlist"]
         text = _text(files, "west.yml")
         for name in allow:
             assert f"          - {name}\n" in text
         assert ("hal_stm32" in allow) == board.startswith("nucleo")
-        assert {"cmsis_6", "hal_ethos_u"} <= set(allow) and "cmsis-nn" not in allow
+        assert {"cmsis_6", "hal_ethos_u"} <= set(allow) and "cmsis-nn" not in allow and "cmsis" not in allow
         assert m.projects[0].path == "kws"
 
 
@@ -392,7 +393,7 @@ def test_npu_pool_behind_an_alias_is_refused(programs):
 def test_no_zephyr_in_the_workspace_is_one_clear_line(tmp_path):
     from armgen.workspace import Workspace
 
-    with pytest.raises(BuildError) as exc:
+    with pytest.raises(WorkspaceError) as exc:
         zephyr.check_zephyr_workspace(Workspace(tmp_path))
     msg = str(exc.value.message if hasattr(exc.value, "message") else exc.value)
     assert "no Zephyr in the workspace" in msg and "\n" not in msg

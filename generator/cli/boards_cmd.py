@@ -68,7 +68,7 @@ def _summary(board: Board, aliases: list[str]) -> dict[str, object]:
         "npu": board.npu.vela_accelerator if board.npu else None,
         "flash_bytes": board.budgets.flash,
         "ram_bytes": board.budgets.ram,
-        "zephyr_target": board.zephyr.target if board.zephyr else None,
+        "zephyr_targets": dict(board.zephyr.targets) if board.zephyr else None,
         "emulator": board.emulator.board if board.emulator else None,
     }
 
@@ -102,7 +102,7 @@ def boards(ctx: click.Context, as_json: bool) -> None:
             _npu_text(b),
             _bytes(b.budgets.flash),
             _bytes(b.budgets.ram),
-            b.zephyr.target if b.zephyr else "-",
+            "\n".join(f"{rel}: {tg}" for rel, tg in b.zephyr.targets) if b.zephyr else "-",
             b.emulator.board if b.emulator else "-",
         )
     _print_table(table)
@@ -137,12 +137,13 @@ def show(board: str, as_json: bool) -> None:
     _say(f"  budgets    flash {_bytes(b.budgets.flash)} ({b.budgets.flash} B), RAM {_bytes(b.budgets.ram)} ({b.budgets.ram} B)")
     if b.zephyr:
         z = b.zephyr
-        line = f"{z.target} (Zephyr {z.release}; Kconfig CONFIG_{z.ethos_u_kconfig_prefix}*; console {z.console}"
+        targets = ", ".join(f"{tg} (Zephyr {rel})" for rel, tg in z.targets)
+        line = f"{targets}; console {z.console}"
         if z.flash_load_offset:
             line += f"; load offset {z.flash_load_offset:#x}"
         if z.hal_modules:
             line += f"; modules {', '.join(z.hal_modules)}"
-        _say(f"  zephyr     {line})")
+        _say(f"  zephyr     {line}")
         if z.vendor_fork:
             _say(f"  vendor     {z.vendor_fork}" + (f": {z.vendor_target}" if z.vendor_target else ""))
         if z.note:

@@ -25,6 +25,9 @@ def _say(text: str) -> None:
 @click.option("--weights", default=None, help="Trained float .tflite for a built-in sample.")
 @click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None,
               help="Default: zephyr for boards Zephyr supports, baremetal for QEMU machines.")
+@click.option("--zephyr-release", default=None, metavar="RELEASE",
+              help="Zephyr release a Zephyr project is written for: 4.4 (default) or 3.7 (LTS); "
+                   "see modules/zephyr/releases.yaml.")
 @click.option("--backend", type=click.Choice(["cortex-m", "ethos-u"]), default=None,
               help="Default: ethos-u when the board has an NPU, cortex-m otherwise.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
@@ -41,6 +44,7 @@ def new_cmd(
     model: str | None,
     weights: str | None,
     rtos: str | None,
+    zephyr_release: str | None,
     backend: str | None,
     out_dir: Path,
     stack_size: int | None,
@@ -59,8 +63,12 @@ def new_cmd(
     backend, rtos = resolve_options(name, board, backend, rtos)
     stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size is None else stack_size)
     if rtos == "zephyr":
-        if board.zephyr is None:
-            raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
+        from armgen.zephyr import board_target, zephyr_release as find_release
+
+        zephyr_release = find_release(zephyr_release).name
+        board_target(board, find_release(zephyr_release))  # the board must be in that release
+    elif zephyr_release is not None:
+        raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
     dest = out_dir.expanduser().resolve() / name
     if dest.exists() and not force:
         raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
@@ -80,8 +88,10 @@ def new_cmd(
             model_source=source,
             weights=str(Path(weights).expanduser().resolve()) if weights else None,
             stack_size=stack_size,
+            zephyr_release=zephyr_release,
         )
-        rendered = render_project(spec)
+        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size)
+        rendered = render_project(spec, standin)
         written = write_project_result(rendered, out_dir, force=force)
         project = written.path
 
@@ -100,6 +110,30 @@ def new_cmd(
     out_console.print(table)
     _say(f"operators: {', '.join(spec.selected_operators) or 'none (all delegated)'}")
     _say(f"next: armgen build {project}")
+
+
+def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size):
+    """The spec of the stand-in Zephyr application `armgen run` uses for a Zephyr project on a real
+    board: the same program on the board's QEMU machine (same CPU), when that machine is in the
+    project's Zephyr release and the program runs on the CPU. None otherwise (then `armgen run` says
+    why, or runs a bare-metal stand-in with --baremetal-standin)."""
+    from armgen.boards import load_board
+    from armgen.spec import make_spec
+
+    board = spec.board
+    if spec.rtos != "zephyr" or spec.uses_npu or board.emulator is None or board.emulator.board == board.name:
+        return None
+    qemu = load_board(board.emulator.board)
+    if qemu.zephyr is None or spec.zephyr_release not in qemu.zephyr.releases:
+        _say(f"note: no Zephyr stand-in: QEMU board {qemu.name} is not in Zephyr {spec.zephyr_release}; "
+             "`armgen run --baremetal-standin` runs the program bare metal")
+        return None
+    return make_spec(
+        report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
+        rtos="zephyr", backend=spec.backend, model_source=source,
+        weights=str(Path(weights).expanduser().resolve()) if weights else None,
+        stack_size=stack_size, zephyr_release=spec.zephyr_release, allow_cpu_mismatch=True,
+    )
 
 
 def _looks_like_path(text: str) -> bool:

@@ -64,11 +64,22 @@ def _cortex_m_hint(record: dict[str, Any], board_name: str) -> str:
 
 
 # ---- build for the QEMU stand-in ----------------------------------------------------------------
-def _qemu_elf(project: Path, record: dict[str, Any], board: Any, emulator: Any, *, rebuild: bool) -> Path:
-    """The ELF to run: the project's own build when its board is the QEMU machine and it is a
-    bare-metal project; otherwise the same program planned, rendered and built for the stand-in
-    board under ``build/<stand-in>/<name>/`` (armgen.build.build_for_board). Ninja makes a second
-    call cheap (about 1 s when nothing changed)."""
+def _qemu_elf(
+    project: Path, record: dict[str, Any], board: Any, emulator: Any, *, rebuild: bool, baremetal_standin: bool
+) -> tuple[Path, str, str | None]:
+    """The ELF to run, its kind (``zephyr``/``baremetal``) and its Zephyr board target.
+
+    - a project whose board is the QEMU machine: its own image (bare metal or Zephyr);
+    - a Zephyr project on a real board: the stand-in application ``armgen new`` rendered into
+      ``standin/<QEMU board>/`` (armgen.toml ``standin``), built with west;
+    - a bare-metal project on a real board, or ``--baremetal-standin``: the same program planned,
+      rendered and built bare metal for the stand-in board under ``build/<stand-in>/<name>/``
+      (armgen.build.build_for_board).
+    Ninja makes a second call cheap (about 1 s when nothing changed).
+
+    Raises:
+        RunError: a Zephyr project without a stand-in application (the hint says why and what to do).
+    """
     from armgen import build as build_stage  # lazy: the build stage pulls in cmake/ninja wrappers
 
     def progress(stage: str, done: int, total: int, what: str) -> None:
@@ -77,11 +88,25 @@ def _qemu_elf(project: Path, record: dict[str, Any], board: Any, emulator: Any, 
         elif stage == "link":
             err_console.print(f"  [{done}/{total}] {what}", highlight=False, markup=False)
 
-    if emulator.board == board.name and record.get("rtos", "baremetal") == "baremetal":
-        result = build_stage.build_project(project, progress=progress, rebuild=rebuild)
+    zephyr = record.get("rtos") == "zephyr" and not baremetal_standin
+    if emulator.board == board.name and (zephyr or record.get("rtos", "baremetal") == "baremetal"):
+        result = build_stage.build_project(project, progress=progress, rebuild=rebuild, size=False)
+    elif zephyr:
+        standin = record.get("standin")
+        if not standin or not (project / standin / "armgen.toml").is_file():
+            raise RunError(
+                f"project {record['name']} has no Zephyr stand-in application for QEMU {emulator.qemu_machine} "
+                f"(board {emulator.board} is not in Zephyr {record.get('zephyr_release')}, or the project "
+                "predates stand-ins)",
+                hint="run the program bare metal on the stand-in: armgen run --baremetal-standin, "
+                "or regenerate with armgen new --force",
+            )
+        result = build_stage.build_project(project / standin, progress=progress, rebuild=rebuild, size=False)
     else:
         result = build_stage.build_for_board(project, emulator.board, progress=progress, rebuild=rebuild)
-    return Path(result.elf)
+    rec = result.project.data
+    kind = "zephyr" if rec.get("rtos") == "zephyr" else "baremetal"
+    return Path(result.elf), kind, rec.get("zephyr_target") if kind == "zephyr" else None
 
 
 # ---- output ---------------------------------------------------------------------------------------
@@ -92,6 +117,8 @@ def _fmt_bytes(n: int | None) -> str:
 def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) -> None:
     say = lambda text="": out_console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
     say(f"program {rr.program} on QEMU {rr.machine} (-cpu {rr.qemu_cpu}), board {board.name}")
+    say(f"firmware: {rr.firmware}" + (f" image for Zephyr board {rr.zephyr_board}" if rr.zephyr_board else " image")
+        + f" ({rr.elf})")
     say(cpu_line)
     if rr.cpu_note:
         say(f"note: {rr.cpu_note}")
@@ -149,6 +176,9 @@ def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) ->
 @click.option("--repeat", type=click.IntRange(1, 100), default=2, show_default=True,
               help="Runs with the same input; the instruction count must repeat exactly.")  # fmt: skip
 @click.option("--rebuild", is_flag=True, help="Rebuild the firmware even when an up-to-date ELF exists.")
+@click.option("--baremetal-standin", is_flag=True,
+              help="For a Zephyr project: run the program in a bare-metal build for the QEMU stand-in "
+                   "instead of the Zephyr image.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout.")
 @click.pass_context
 def run_command(
@@ -159,6 +189,7 @@ def run_command(
     timeout: float,
     repeat: int,
     rebuild: bool,
+    baremetal_standin: bool,
     as_json: bool,
 ) -> None:
     """Run PROJECT's firmware on QEMU and check its outputs against the reference.
@@ -210,8 +241,9 @@ def run_command(
     inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
 
     err_console.print(f"building {record['name']} for QEMU {emu.qemu_machine}...", highlight=False)
-    elf = _qemu_elf(project, record, board, emu, rebuild=rebuild)
-    err_console.print(f"running {elf.name} on qemu-system-arm -machine {emu.qemu_machine} -cpu {emu.qemu_cpu}...",
+    elf, firmware, zephyr_board = _qemu_elf(project, record, board, emu, rebuild=rebuild,
+                                            baremetal_standin=baremetal_standin)
+    err_console.print(f"running {firmware} image {elf.name} on qemu-system-arm -machine {emu.qemu_machine} -cpu {emu.qemu_cpu}...",
                       highlight=False)  # fmt: skip
     rr = run_firmware(
         elf,
@@ -223,6 +255,8 @@ def run_command(
         timeout=timeout,
         repeat=repeat,
         log_dir=elf.parent / "run",
+        firmware=firmware,
+        zephyr_board=zephyr_board,
     )
     if as_json:
         data = rr.to_dict()

@@ -18,7 +18,7 @@ from armgen.cli._console import err_console, out_console
 from armgen.workspace import (
     INIT_HINT,
     init_workspace,
-    load_manifest,
+    manifest_pins,
     parse_revision_overrides,
     validate_mirror_template,
     workspace_status,
@@ -56,9 +56,24 @@ def workspace() -> None:
     "e.g. executorch=main for mirrors without release tags.",
 )
 @click.option(
+    "--url",
+    "urls",
+    multiple=True,
+    metavar="PROJECT=URL",
+    help="Fetch one project from a URL of its own (repeatable), e.g. zephyr=file:///srv/m/zvm.git for a "
+    "mirror under another name; wins over --mirror for that project.",
+)
+@click.option(
     "--zephyr/--no-zephyr",
     default=None,
-    help="Also fetch Zephyr v4.4.0 and its HALs (over 1 GB). Default: as the workspace has it (off).",
+    help="Also fetch Zephyr and the modules its boards need (over 1 GB for 4.4). Default: as the workspace "
+    "has it (off).",
+)
+@click.option(
+    "--zephyr-release",
+    default=None,
+    metavar="RELEASE",
+    help="With --zephyr: 4.4 (default) or 3.7 (modules/zephyr/releases.yaml). One release per workspace.",
 )
 @click.option(
     "--benchmarks/--no-benchmarks",
@@ -69,19 +84,27 @@ def init_cmd(
     directory: Path | None,
     mirror: str | None,
     revisions: tuple[str, ...],
+    urls: tuple[str, ...],
     zephyr: bool | None,
+    zephyr_release: str | None,
     benchmarks: bool | None,
 ) -> None:
     """Create the workspace at DIRECTORY (or the default), or bring it up to the pins."""
+    from armgen.zephyr import default_release
+
     if mirror is not None:
         validate_mirror_template(mirror)
-    overrides = parse_revision_overrides(revisions, load_manifest())
+    pins = manifest_pins(zephyr_release or default_release())
+    overrides = parse_revision_overrides(revisions, pins)
+    url_overrides = parse_revision_overrides(urls, pins, option="--url")
     start = time.monotonic()
     result = init_workspace(
         directory,
         mirror=mirror,
         revisions=overrides,
         zephyr=zephyr,
+        zephyr_release=zephyr_release,
+        urls=url_overrides,
         benchmarks=benchmarks,
         progress=lambda msg: err_console.print(msg, highlight=False, soft_wrap=True),
     )
