@@ -16,6 +16,7 @@ The stage never prints; the CLI (:mod:`armgen.cli.build_cmd`) shows progress and
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -442,6 +443,12 @@ def _build_zephyr(
     target = str(record.data.get("zephyr_target") or "")
     if not target:
         raise ProjectError(f"{record.root / 'armgen.toml'}: no zephyr_target", hint="regenerate: armgen new --force")
+    missing = [mod for mod in ("pykwalify", "packaging", "elftools", "yaml") if importlib.util.find_spec(mod) is None]
+    if missing:
+        raise ToolchainError(
+            f"Zephyr's host Python packages are missing from {sys.executable}: {', '.join(missing)}",
+            hint="pip install 'armgen[zephyr]' (Zephyr's scripts/requirements-base.txt has the full list)",
+        )
     env = zephyr_toolchain_env()
     warnings = check_program_compatibility(record, ws_root)
     build_dir = record.build_dir
@@ -569,9 +576,17 @@ def _workspace_changed(build_dir: Path, ws: Path) -> bool:
 _WEST_ERROR = re.compile(r"^(?:west \w+: error: |FATAL ERROR: |ERROR: )(?P<msg>.*)$")
 
 
+#: Zephyr's own configure diagnostics that say more than the CMake Error after them (boards.cmake).
+_ZEPHYR_CONFIGURE_ERROR = re.compile(r"^(No board named '[^']*' found\.|Board qualifiers .* not found.*)$")
+
+
 def _first_cmake_error(log_path: Path) -> str:
-    """The first ``CMake Error`` (with the lines that explain it), else west's own error line."""
+    """The first ``CMake Error`` (with the lines that explain it), else west's own error line. Zephyr's
+    own reason (e.g. ``No board named 'x' found.``) comes first when it printed one."""
     text = log_path.read_text(errors="replace").splitlines()
+    for line in text:
+        if _ZEPHYR_CONFIGURE_ERROR.match(line.strip()):
+            return line.strip()
     for i, line in enumerate(text):
         if line.startswith("CMake Error"):
             detail = " ".join(t.strip() for t in text[i + 1 : i + 4] if t.strip())
@@ -618,7 +633,8 @@ def _size_stage(result: BuildResult, progress: Progress) -> BuildResult:
     if not os.path.isabs(board_ref) and ("/" in board_ref or board_ref.endswith((".yaml", ".yml"))):
         board_ref = str(record.root / board_ref)
     board = load_board(board_ref)
-    report = size_mod.size_elf(result.elf, board, result.map if result.map.is_file() else None)
+    report = size_mod.size_elf(result.elf, board, result.map if result.map.is_file() else None,
+                               pools=record.data.get("pools"))
     violations: tuple[Any, ...] = ()
     if hasattr(size_mod, "check_budgets") and hasattr(size_mod, "resolve_budgets"):
         budgets = size_mod.resolve_budgets(board, record.data.get("budgets"), str(record.root / "armgen.toml"))

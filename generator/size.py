@@ -20,6 +20,11 @@ Accounting (all figures are bytes):
   input sections of the map file; without a map, over symbols grouped by DWARF compile unit, or
   over symbols alone. Whatever no rule claims - linker fill, alignment, veneers - is the
   ``unattributed`` component, so components always add up exactly to the totals.
+* Zephyr images (``zephyr.elf``): the writable sections Zephyr's linker scripts put in its ROM group
+  (``rom_start``, ``sw_isr_table``, ``ctors``, ``init_array`` ...; :data:`ZEPHYR_ROM_SECTIONS`) count
+  as read-only data; the kernel's stacks and heaps (:data:`ZEPHYR_STACKS`, :data:`ZEPHYR_HEAPS`) are
+  found by symbol inside ``.noinit`` and listed in :attr:`ElfSizeReport.stacks`; Zephyr's own archives
+  are the ``zephyr_kernel`` component, the application library ``libapp.a`` is ``app``.
 
 Budgets (:class:`SizeBudgets`) come from the board, the project's ``armgen.toml`` ``[budgets]`` and
 a ``--budget`` file, in that order (see :func:`resolve_budgets`); :func:`check_budgets` returns the
@@ -91,6 +96,7 @@ COMPONENT_LABELS: dict[str, str] = {
     "pools": "memory pools",
     "stack_heap": "stack and heap",
     "app": "application",
+    "zephyr_kernel": "Zephyr kernel, arch, drivers",
     "libc": "C/C++ libraries",
     "other_libraries": "other libraries",
     UNATTRIBUTED: "unattributed (fill, alignment, linker stubs)",
@@ -101,6 +107,69 @@ _LIBC = (
     r"|rdimon|rdimon_nano|rdpmon|nosys)\.a"
 )
 _CRT = r"(crt.*|.*-crt0.*|crt0.*)\.o"
+
+# Zephyr (checked against v3.7.1). Each ``zephyr_library()`` is an archive named after its directory
+# under ZEPHYR_BASE with "/" -> "__" (cmake/modules/extensions.cmake, zephyr_library_get_current_dir_lib_name):
+# arch/arm/core/cortex_m -> libarch__arm__core__cortex_m.a, lib/libc/picolibc -> liblib__libc__picolibc.a.
+# libzephyr.a and libkernel.a are zephyr/CMakeLists.txt's and kernel/CMakeLists.txt's; the application
+# is the ``app`` library (libapp.a). Objects linked outside archives: the generated isr_tables.c and
+# device_deps.c (zephyr/CMakeLists.txt, zephyr_final), offsets.c (arch/*/core/offsets) and
+# misc/empty_file.c.
+_ZEPHYR_ARCHIVES = (
+    r"libzephyr\.a|libkernel\.a|lib(arch|boards|drivers|soc|lib|subsys|misc|isr_tables|offsets)(__.*)?\.a"
+)
+_ZEPHYR_OBJECTS = r"(isr_tables|device_deps|dev_handles|offsets|empty_file)\.c\.obj"
+
+#: Zephyr's kernel stacks, by symbol: kernel/init.c (z_main_stack, z_interrupt_stacks, z_idle_stacks:
+#: CONFIG_MAIN_STACK_SIZE, CONFIG_ISR_STACK_SIZE, CONFIG_IDLE_STACK_SIZE), kernel/system_work_q.c
+#: (sys_work_q_stack) and subsys/logging/log_core.c (logging_stack). They sit in ``.noinit`` input
+#: sections named after the source file (``.noinit."WEST_TOPDIR/zephyr/kernel/init.c".0``), so the
+#: symbol, not the section name, says what they are. Values: the name used in reports.
+ZEPHYR_STACKS: dict[str, str] = {
+    "z_main_stack": "main",
+    "z_interrupt_stacks": "ISR",
+    "z_idle_stacks": "idle",
+    "sys_work_q_stack": "system workqueue",
+    "logging_stack": "logging",
+}
+#: Zephyr's heaps, by symbol: kernel/mempool.c ``K_HEAP_DEFINE(_system_heap, K_HEAP_MEM_POOL_SIZE)``
+#: (include/zephyr/kernel.h Z_HEAP_DEFINE_IN_SECT: buffer ``kheap__system_heap`` in .noinit, k_heap
+#: ``_system_heap``; present when CONFIG_HEAP_MEM_POOL_SIZE > 0) and lib/libc/common/source/stdlib/malloc.c
+#: (arena ``malloc_arena``, CONFIG_COMMON_LIBC_MALLOC_ARENA_SIZE > 0; heap ``z_malloc_heap``).
+#: Values: the name used in reports, None for control blocks (attributed, not listed as a heap).
+ZEPHYR_HEAPS: dict[str, str | None] = {
+    "kheap__system_heap": "kernel heap",
+    "_system_heap": None,
+    "malloc_arena": "libc malloc arena",
+    "z_malloc_heap": None,
+}
+_STACK_HEAP_SYMBOLS = "|".join(re.escape(n) for n in (*ZEPHYR_STACKS, *ZEPHYR_HEAPS))
+
+#: Zephyr output sections that sit in ROM but that GNU ld marks writable (SHF_WRITE), because one of
+#: their input sections is, although nothing writes them at run time: they are read-only data in flash.
+#: All are placed between GROUP_START(ROMABLE_REGION) and GROUP_END(ROMABLE_REGION) of
+#: include/zephyr/arch/arm/cortex_m/scripts/linker.ld, i.e. inside __rom_region_start..__rom_region_end:
+#:
+#: * ``rom_start`` (linker.ld; arch/arm/core/vector_table.ld and include/zephyr/linker/
+#:   irq-vector-table-section.ld): ``_irq_vector_table`` is a non-const array (arch/common/isr_tables.c,
+#:   scripts/build/gen_isr_tables_parser_carrays.py).
+#: * ``sw_isr_table``, ``shared_sw_isr_table`` (include/zephyr/linker/common-rom/
+#:   common-rom-kernel-devices.ld): non-const ``_sw_isr_table`` (without CONFIG_DYNAMIC_INTERRUPTS).
+#: * ``ctors``, ``init_array`` (common-rom/common-rom-init.ld): ``.ctors``/``.init_array`` are "aw" by
+#:   the ELF ABI.
+#: * ``tdata`` (include/zephyr/linker/thread-local-storage.ld): the TLS initial image.
+#: * ``app_shmem_regions``, ``_static_thread_data_area`` (common-rom-kernel-devices.ld: non-const
+#:   ``struct z_app_region`` / K_THREAD_DEFINE's ``_static_thread_data``), ``ztest``
+#:   (common-rom/common-rom-ztest.ld: non-const ``ztest_unit_test``), and any other ROM iterable section
+#:   ``<type>_area`` (include/zephyr/linker/iterable_sections.h ITERABLE_SECTION_ROM).
+#:
+#: Only sections inside Zephyr's ROM group (the ``__rom_region_start``/``__rom_region_end`` symbols of
+#: linker.ld) qualify, so RAM iterable sections (``k_heap_area`` ...) and non-Zephyr images keep the
+#: "writable in non-volatile memory" check.
+ZEPHYR_ROM_SECTIONS = (
+    r"rom_start|sw_isr_table|shared_sw_isr_table|ctors|init_array|tdata|app_shmem_regions|ztest|device_deps"
+    r"|initlevel|zephyr_dbg_info|symtab|.+_area"
+)
 
 #: Ordered attribution rules: the first rule that matches an input section (map) or symbol wins.
 #: Archive names are those of ExecuTorch's CMake targets (``executorch_core``, ``portable_kernels``,
@@ -116,6 +185,9 @@ COMPONENT_RULES: tuple[ComponentRule, ...] = (
     ComponentRule("pools", symbol=r"armgen_pool_.*"),
     ComponentRule("stack_heap", output_section=r"\.stack|\.heap"),
     ComponentRule("stack_heap", input_section=r"\.(stack|heap)(\..*)?"),
+    # Zephyr's kernel stacks and heaps (ZEPHYR_STACKS, ZEPHYR_HEAPS): by the symbol at the start of
+    # the input section, before the archive rules would give them to zephyr_kernel.
+    ComponentRule("stack_heap", symbol=_STACK_HEAP_SYMBOLS),
     # ExecuTorch, CMSIS-NN, Ethos-U archives.
     ComponentRule("ethos_u_delegate", archive=r"libexecutorch_delegate_ethos_u\.a"),
     ComponentRule("ethos_u_driver", archive=r"libethosu_core_driver\.a|libethosu_.*\.a"),
@@ -135,6 +207,9 @@ COMPONENT_RULES: tuple[ComponentRule, ...] = (
     ComponentRule("kernel_registration", archive=r"lib.*_ops_lib(_impl)?\.a"),
     ComponentRule("libc", archive=_LIBC),
     ComponentRule("libc", object=_CRT),
+    ComponentRule("zephyr_kernel", archive=_ZEPHYR_ARCHIVES),
+    ComponentRule("zephyr_kernel", object=_ZEPHYR_OBJECTS),
+    ComponentRule("app", archive=r"libapp\.a"),  # Zephyr's application library (zephyr_library "app")
     ComponentRule("other_libraries", archive=r".*"),
     ComponentRule("app", object=r".*"),
     # DWARF compile-unit paths (no map file).
@@ -145,7 +220,10 @@ COMPONENT_RULES: tuple[ComponentRule, ...] = (
     ComponentRule("quantized_kernels", source=r"/kernels/quantized/"),
     ComponentRule("cmsis_nn", source=r"(?i)cmsis[-_]nn"),
     ComponentRule("runtime_core", source=r"/executorch/(runtime|extension|schema)/"),
-    ComponentRule("libc", source=r"newlib|libgcc|libstdc\+\+|libsupc\+\+"),
+    # Zephyr's tree (its lib/libc/ glue included, as liblib__libc__*.a in the map) and generated sources.
+    ComponentRule("zephyr_kernel", source=r"/zephyr/(kernel|arch|boards|drivers|soc|lib|subsys|misc)/"),
+    ComponentRule("zephyr_kernel", source=r"/zephyr/(isr_tables|device_deps|dev_handles)\.c$"),
+    ComponentRule("libc", source=r"newlib|picolibc|libgcc|libstdc\+\+|libsupc\+\+"),
     ComponentRule("app", source=r".*"),
 )
 
@@ -297,6 +375,26 @@ class PoolSize:
 
 
 @dataclass(frozen=True)
+class StackSize:
+    """One stack or heap the firmware reserves.
+
+    Attributes:
+        name: what it is: ``"main"``, ``"ISR"``, ``"idle"`` ... for stacks (:data:`ZEPHYR_STACKS`; a bare-metal
+            ``.stack`` section is ``"main"``), ``"kernel heap"``, ``"libc malloc arena"``, ``"heap"``.
+        kind: ``"stack"`` or ``"heap"``. symbol: the ELF symbol (Zephyr) or section name (``.stack``).
+        size: bytes. address: start. section: ELF section holding it. region: board region or None.
+    """
+
+    name: str
+    kind: Literal["stack", "heap"]
+    symbol: str
+    size: int
+    address: int
+    section: str
+    region: str | None
+
+
+@dataclass(frozen=True)
 class Misplacement:
     """A section placement outside every region, in a reserved area, or in a region of the wrong kind."""
 
@@ -325,9 +423,12 @@ class ElfSizeReport:
         flash, ram: totals. sections: allocated sections by address.
         regions: board regions by base (empty without a board).
         components: every component with flash or RAM use, in :data:`COMPONENT_LABELS` order.
-        pools: ``armgen_pool_*`` arrays. stack, heap: sizes of the ``.stack``/``.heap`` sections.
-        misplaced: placements outside regions or in the wrong kind of region.
+        pools: ``armgen_pool_*`` arrays. stack, heap: bytes of all stacks / heaps in ``stacks``.
+        misplaced: placements outside regions or in the wrong kind of region, and pools outside the
+            region ``armgen.toml`` names for them.
         notes: sentences about fallbacks (no board, no map, stale map).
+        stacks: every stack and heap found (bare metal: the ``.stack``/``.heap`` sections; Zephyr: the
+            kernel stacks and heaps of :data:`ZEPHYR_STACKS` / :data:`ZEPHYR_HEAPS`), by address.
     """
 
     elf: str
@@ -345,6 +446,7 @@ class ElfSizeReport:
     heap: int
     misplaced: tuple[Misplacement, ...]
     notes: tuple[str, ...] = ()
+    stacks: tuple[StackSize, ...] = ()
 
     def component(self, name: str) -> ComponentSize:
         """The component called ``name`` (zero-sized when absent)."""
@@ -433,6 +535,18 @@ class ElfSizeReport:
                 {"name": p.name, "size": p.size, "address": p.address, "section": p.section, "region": p.region}
                 for p in self.pools
             ],
+            "stacks": [
+                {
+                    "name": x.name,
+                    "kind": x.kind,
+                    "symbol": x.symbol,
+                    "size": x.size,
+                    "address": x.address,
+                    "section": x.section,
+                    "region": x.region,
+                }
+                for x in self.stacks
+            ],
             "misplaced": [
                 {
                     "section": m.section,
@@ -482,6 +596,11 @@ class _Elf:
     sections: list[_RawSection]
     symbols: list[_Symbol]
     cu_paths: list[tuple[int, int, str]] | None  # (start, end, path) address ranges by CU
+    linker_symbols: dict[str, int] = field(default_factory=dict)  # _LINKER_SYMBOLS -> value
+
+
+#: Untyped symbols the linker script defines that sizing reads: Zephyr's ROM group bounds (linker.ld).
+_LINKER_SYMBOLS = ("__rom_region_start", "__rom_region_end")
 
 
 def _open_elf(path: Path) -> _Elf:
@@ -554,6 +673,7 @@ def _open_elf(path: Path) -> _Elf:
                 )
             )
         symbols: list[_Symbol] = []
+        linker_symbols: dict[str, int] = {}
         symtab = elf.get_section_by_name(".symtab")
         if symtab is not None and hasattr(symtab, "iter_symbols"):
             for sym in symtab.iter_symbols():
@@ -561,12 +681,14 @@ def _open_elf(path: Path) -> _Elf:
                 if stype in ("STT_FUNC", "STT_OBJECT") and sym.name:
                     addr = sym["st_value"] & ~1 if stype == "STT_FUNC" else sym["st_value"]
                     symbols.append(_Symbol(sym.name, addr, sym["st_size"], stype))
+                elif stype == "STT_NOTYPE" and sym.name in _LINKER_SYMBOLS:
+                    linker_symbols[sym.name] = sym["st_value"]
         cu_paths = _dwarf_cu_ranges(elf) if elf.has_dwarf_info() else None
     except ELFError as exc:
         raise SizeError(f"{path} is not a valid ELF file: {exc}") from None
     sections.sort(key=lambda s: (s.vma, s.name))
     symbols.sort(key=lambda s: (s.address, s.name))
-    return _Elf(sections, symbols, cu_paths)
+    return _Elf(sections, symbols, cu_paths, linker_symbols)
 
 
 def _dwarf_cu_ranges(elf: Any) -> list[tuple[int, int, str]] | None:
@@ -733,7 +855,16 @@ def parse_map(text: str) -> LinkerMap:
 # --------------------------------------------------------------------------------------------------
 
 
-def _role(sec: _RawSection, pool_sections: set[str]) -> Role:
+def _zephyr_rom_read_only(sec: _RawSection, elf: _Elf) -> bool:
+    """A writable section that is read-only data in Zephyr's ROM group (see :data:`ZEPHYR_ROM_SECTIONS`)."""
+    start = elf.linker_symbols.get("__rom_region_start")
+    end = elf.linker_symbols.get("__rom_region_end")
+    if start is None or end is None or sec.nobits or not sec.flags & _SHF_WRITE:
+        return False
+    return start <= sec.vma and sec.vma + sec.size <= end and re.fullmatch(ZEPHYR_ROM_SECTIONS, sec.name) is not None
+
+
+def _role(sec: _RawSection, pool_sections: set[str], rom_read_only: bool = False) -> Role:
     name = sec.name
     if name == ".armgen_model" or name.startswith(".armgen_model."):
         return "model"
@@ -743,7 +874,7 @@ def _role(sec: _RawSection, pool_sections: set[str]) -> Role:
         return "stack"
     if sec.flags & _SHF_EXECINSTR:
         return "code"
-    if sec.flags & _SHF_WRITE or sec.nobits:
+    if (sec.flags & _SHF_WRITE and not rom_read_only) or sec.nobits:
         return "data"
     return "rodata"
 
@@ -762,7 +893,7 @@ def _find_region(regions: tuple[MemoryRegion, ...], address: int, size: int) -> 
 
 
 def _attribute_map(
-    sec: _RawSection, lmap: LinkerMap, rules: tuple[ComponentRule, ...]
+    sec: _RawSection, lmap: LinkerMap, rules: tuple[ComponentRule, ...], objects: Mapping[int, str] | None = None
 ) -> dict[str, int]:
     """Bytes of ``sec`` per component from the map's input-section lines, by address range.
 
@@ -772,7 +903,8 @@ def _attribute_map(
     first-claimant rule). Lines are ordered by address; at one address a line whose printed size
     grew past its ``size before relaxing`` (a merged section whose strings all went into another
     one's; ld prints a neighbour's size for it) comes last, then map order. A line claims at most
-    its size before merging.
+    its size before merging. ``objects`` (``{address: name}`` of the ELF's data objects) gives the
+    rules the symbol an input section starts with (Zephyr's stacks sit in ``.noinit."<file>".<n>``).
     Pieces are clipped to the section, so the result never exceeds ``sec.size``; the caller books
     the uncovered rest as unattributed.
     """
@@ -798,6 +930,7 @@ def _attribute_map(
             input_section=inp.input_section,
             archive=inp.archive,
             obj=None if inp.archive else inp.obj,
+            symbol=objects.get(inp.address) if objects and inp.obj else None,
             rules=rules,
         )
         out[comp] = out.get(comp, 0) + (end - begin)
@@ -849,6 +982,8 @@ def size_elf(
     board: Board | None = None,
     map_path: str | Path | None = None,
     rules: tuple[ComponentRule, ...] = COMPONENT_RULES,
+    *,
+    pools: Iterable[Mapping[str, Any]] | None = None,
 ) -> ElfSizeReport:
     """Size an Arm ELF: per section, per board region and per component.
 
@@ -858,6 +993,14 @@ def size_elf(
         map_path: GNU ld map of the same link (``-Wl,-Map=``) for attribution; None: DWARF compile
             units when the ELF has ``.debug_aranges``, else symbols (model, pools, stack/heap only).
         rules: ordered attribution rules (default :data:`COMPONENT_RULES`).
+        pools: the project's ``[[pools]]`` tables from ``armgen.toml`` (keys name, bytes, region,
+            section). With a board, a pool (``armgen_pool_<name>``) outside its ``region``, or in a
+            region whose uses lack ``pools``, is misplaced; a pool missing from the ELF, or of other
+            bytes or input section than recorded, is a note. None: not checked.
+
+    Zephyr images: the writable sections of Zephyr's ROM group (:data:`ZEPHYR_ROM_SECTIONS`) count as
+    read-only data; the kernel stacks and heaps (:data:`ZEPHYR_STACKS`, :data:`ZEPHYR_HEAPS`) are
+    ``stack_heap`` and listed in ``stacks``.
 
     Returns:
         An :class:`ElfSizeReport`; all sizes in bytes, components summing exactly to the totals.
@@ -904,7 +1047,7 @@ def size_elf(
             if sec.vma <= s.address < sec.vma + sec.size:
                 if all(
                     p.address >= sec.vma and p.address + p.size <= sec.vma + sec.size for p in pool_syms
-                ) and sec.name not in (".bss", ".data", ".noinit"):
+                ) and sec.name not in (".bss", ".data", ".noinit", "bss", "datas", "noinit"):  # Zephyr: no dot
                     pool_sections.add(sec.name)
 
     regions: tuple[MemoryRegion, ...] = tuple(sorted(board.regions, key=lambda r: r.base)) if board else ()
@@ -912,18 +1055,24 @@ def size_elf(
     if board is None:
         notes.append("no board: regions unknown; writable and NOBITS sections count as RAM, the rest as flash")
 
+    objects: dict[int, str] = {}  # start address -> largest data object there (for map attribution)
+    for sym in sorted(elf.symbols, key=lambda x: (-x.size, x.name)):
+        if sym.type == "STT_OBJECT" and sym.size > 0:
+            objects.setdefault(sym.address, sym.name)
+
     sections: list[SectionSize] = []
     misplaced: list[Misplacement] = []
     for sec in elf.sections:
-        role = _role(sec, pool_sections)
+        rom_read_only = _zephyr_rom_read_only(sec, elf)
+        role = _role(sec, pool_sections, rom_read_only)
         if lmap is not None:
-            comps = _attribute_map(sec, lmap, rules)
+            comps = _attribute_map(sec, lmap, rules, objects)
         else:
             comps = _attribute_symbols(sec, elf, rules, use_dwarf=attribution == "dwarf")
         rest = sec.size - sum(comps.values())  # >= 0: both attributions clip overlaps
         if rest > 0:
             comps[UNATTRIBUTED] = comps.get(UNATTRIBUTED, 0) + rest
-        writable = bool(sec.flags & _SHF_WRITE) or sec.nobits
+        writable = (bool(sec.flags & _SHF_WRITE) and not rom_read_only) or sec.nobits
         wanted: list[tuple[Literal["run", "image"], int]] = [("run", sec.vma)]
         if not sec.nobits and sec.lma != sec.vma:
             wanted.append(("image", sec.lma))
@@ -992,21 +1141,43 @@ def size_elf(
         for k, v in sorted(totals.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
     )
 
-    pools = []
-    for s in pool_syms:
-        holder = next((sec for sec in elf.sections if sec.vma <= s.address < sec.vma + max(sec.size, 1)), None)
-        region = _find_region(regions, s.address, s.size) if regions else None
-        pools.append(
-            PoolSize(
-                s.name.removeprefix("armgen_pool_"),
-                s.size,
-                s.address,
-                holder.name if holder else "",
-                region.name if region else None,
-            )
-        )
-    stack = sum(s.size for s in sections if s.name == ".stack")
-    heap = sum(s.size for s in sections if s.name == ".heap")
+    def holder_of(address: int) -> str:
+        sec = next((x for x in elf.sections if x.vma <= address < x.vma + max(x.size, 1)), None)
+        return sec.name if sec else ""
+
+    def region_of(address: int, size: int) -> str | None:
+        region = _find_region(regions, address, size) if regions else None
+        return region.name if region else None
+
+    pool_list = sorted(
+        (
+            PoolSize(s.name.removeprefix("armgen_pool_"), s.size, s.address, holder_of(s.address),
+                     region_of(s.address, s.size))
+            for s in pool_syms
+        ),
+        key=lambda p: (p.address, p.name),
+    )  # fmt: skip
+    if pools is not None:
+        _check_record_pools(pools, pool_list, regions, lmap, misplaced, notes)
+
+    stacks: list[StackSize] = []
+    for s in sections:
+        if s.name in (".stack", ".heap"):
+            kind: Literal["stack", "heap"] = "stack" if s.name == ".stack" else "heap"
+            stacks.append(StackSize("main" if kind == "stack" else "heap", kind, s.name, s.size, s.vma, s.name,
+                                    s.placements[0].region))  # fmt: skip
+    seen: set[str] = set()
+    for sym in elf.symbols:
+        label = ZEPHYR_STACKS.get(sym.name) or ZEPHYR_HEAPS.get(sym.name)
+        if label is None or sym.type != "STT_OBJECT" or sym.size == 0 or sym.name in seen:
+            continue
+        seen.add(sym.name)
+        kind = "stack" if sym.name in ZEPHYR_STACKS else "heap"
+        stacks.append(StackSize(label, kind, sym.name, sym.size, sym.address, holder_of(sym.address),
+                                region_of(sym.address, sym.size)))  # fmt: skip
+    stacks.sort(key=lambda x: (x.address, x.name))
+    stack = sum(x.size for x in stacks if x.kind == "stack")
+    heap = sum(x.size for x in stacks if x.kind == "heap")
     return ElfSizeReport(
         elf=str(elf_path),
         map=str(map_path) if lmap is not None and map_path is not None else None,
@@ -1018,12 +1189,52 @@ def size_elf(
         sections=tuple(sections),
         regions=tuple(region_uses),
         components=components,
-        pools=tuple(sorted(pools, key=lambda p: (p.address, p.name))),
+        pools=tuple(pool_list),
         stack=stack,
         heap=heap,
         misplaced=tuple(misplaced),
         notes=tuple(notes),
+        stacks=tuple(stacks),
     )
+
+
+def _check_record_pools(
+    record: Iterable[Mapping[str, Any]],
+    found: list[PoolSize],
+    regions: tuple[MemoryRegion, ...],
+    lmap: LinkerMap | None,
+    misplaced: list[Misplacement],
+    notes: list[str],
+) -> None:
+    """Compare ``armgen.toml``'s ``[[pools]]`` with the pools of the ELF (see :func:`size_elf`)."""
+    by_name = {p.name: p for p in found}
+    for entry in record:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue
+        name = entry["name"]
+        p = by_name.get(name)
+        if p is None:
+            notes.append(f"pool {name} of armgen.toml is not in the ELF (no armgen_pool_{name} symbol): not checked")
+            continue
+        want_bytes = entry.get("bytes")
+        if isinstance(want_bytes, int) and want_bytes != p.size:
+            notes.append(f"pool {name} is {p.size} B in the ELF but armgen.toml reserves {want_bytes} B (stale build?)")
+        want_section = entry.get("section")
+        if lmap is not None and isinstance(want_section, str):
+            got = next((i.input_section for i in lmap.inputs if i.address == p.address and i.size > 0 and i.obj), None)
+            if got is not None and got != want_section:
+                notes.append(f"pool {name} is in input section {got}, armgen.toml says {want_section}")
+        if not regions:
+            continue
+        want_region = entry.get("region")
+        region = next((r for r in regions if r.name == p.region), None)
+        if isinstance(want_region, str) and p.region != want_region:
+            reason = f"holds pool {name}, which armgen.toml places in {want_region}"
+        elif region is not None and region.uses and "pools" not in region.uses:
+            reason = f"holds pool {name} but {region.name} takes only {', '.join(sorted(region.uses))}"
+        else:
+            continue
+        misplaced.append(Misplacement(p.section, "run", p.address, p.size, p.region, reason))
 
 
 _ROLE_USE = {"code": "code", "rodata": "rodata", "model": "model", "data": "data", "pools": "pools", "stack": "stack"}

@@ -26,6 +26,7 @@ COMPONENT_COLOURS: dict[str, str] = {
     "pools": "#8DA0CB",
     "stack_heap": "#A6761D",
     "app": "#1B9E77",
+    "zephyr_kernel": "#E7298A",
     "libc": "#7570B3",
     "other_libraries": "#B3B3B3",
     UNATTRIBUTED: "#DDDDDD",

@@ -245,7 +245,7 @@ def validate_mirror_template(template: str) -> str:
     """Check a ``--mirror`` URL template and return it.
 
     The template names each project's mirror through ``{owner}`` and ``{name}``, e.g.
-    ``file:///work/.mirror/{owner}+{name}/repo`` or ``https://git.example.com/{owner}/{name}.git``.
+    ``file:///srv/mirrors/{owner}+{name}/repo`` or ``https://git.example.com/{owner}/{name}.git``.
 
     Raises:
         WorkspaceError: a placeholder is missing, or the template has other ``{...}`` fields.
@@ -334,7 +334,7 @@ def remote_refs(url: str) -> dict[str, str]:
         ["ls-remote", "--upload-pack", UPLOAD_PACK, url],
         what=f"reading {url}",
         hint="check the URL; with --mirror, check that the template's {owner}/{name} give an existing "
-        "repository (e.g. 'file:///work/.mirror/{owner}+{name}/repo')",
+        "repository (e.g. 'file:///srv/mirrors/{owner}+{name}/repo')",
     )
     refs: dict[str, str] = {}
     for line in out.splitlines():

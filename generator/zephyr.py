@@ -711,6 +711,7 @@ def check_zephyr_workspace(workspace: Any, release: str = "") -> None:
     if release and have and have != release:
         raise WorkspaceError(
             f"the workspace {workspace.root} has Zephyr {have}, the project is for Zephyr {release}",
-            hint=f"regenerate the project with --zephyr-release {have}, or run: armgen workspace init "
-            f"--zephyr --zephyr-release {release} (one release per workspace; ARMGEN_WORKSPACE picks another)",
+            hint=f"run: armgen workspace init --zephyr --zephyr-release {release} (one release per workspace; "
+            f"ARMGEN_WORKSPACE picks another), or regenerate the project with --zephyr-release {have} if its "
+            "board is in that release",
         )

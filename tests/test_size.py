@@ -6,10 +6,13 @@ No workspace needed: every ELF is compiled and linked here (CI installs gcc-arm-
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,11 @@ from click.testing import CliRunner
 from armgen.boards import load_board
 from armgen.cli import main
 from armgen.errors import SizeError
+from armgen.paths import workspace_dir
 from armgen.size import (
     COMPONENT_RULES,
+    ZEPHYR_ROM_SECTIONS,
+    ZEPHYR_STACKS,
     ElfSizeReport,
     SizeBudgets,
     check_budgets,
@@ -619,3 +625,329 @@ def test_text_with_brackets_is_not_rich_markup(fw: tuple[Path, Path], board_file
     code, out, err = invoke("size", str(elf), "--map", str(mapf), "--board", str(board_file))
     assert code == 0, err
     assert "model (.pte) [model]" in out and "[cmsis_nn]" in out
+
+
+# ------------------------------------------------------------------------------- Zephyr images
+
+# A small image laid out like Zephyr's (include/zephyr/arch/arm/cortex_m/scripts/linker.ld): output
+# sections without a dot, the ROM group between __rom_region_start and __rom_region_end, writable
+# rom_start/sw_isr_table/ctors/init_array in flash, kernel stacks and the pools in .noinit input
+# sections of the `noinit` output section, and Zephyr's archive names (libkernel.a, libzephyr.a,
+# libapp.a, isr_tables.c.obj outside any archive).
+Z_KERNEL_C = r"""
+#include <stdint.h>
+/* kernel/init.c: __noinit -> .noinit."<file>".<counter> (include/zephyr/linker/section_tags.h) */
+#define NOINIT(n) __attribute__((used, aligned(8), section(".noinit.\"WEST_TOPDIR/zephyr/kernel/init.c\"." #n)))
+NOINIT(0) uint8_t z_interrupt_stacks[1][512];
+NOINIT(1) static uint8_t z_idle_stacks[1][256];
+NOINIT(2) uint8_t z_main_stack[1024];
+__attribute__((used, aligned(8), section(".noinit.\"WEST_TOPDIR/zephyr/kernel/mempool.c\".kheap_buf__system_heap")))
+uint8_t kheap__system_heap[2048];
+__attribute__((used)) int32_t z_kernel_counter[16];                     /* .bss: 64 B */
+int k_fn(int x) { return z_kernel_counter[x & 15] + z_idle_stacks[0][x & 7] + z_interrupt_stacks[0][x & 3]; }
+"""
+Z_ZEPHYR_C = r"""
+#include <stdint.h>
+__attribute__((used)) const uint32_t z_log_levels[8] = {1};            /* .rodata: 32 B */
+/* arch/arm/core/vector_table.S: the exception table, read-only */
+__attribute__((used, section(".exc_vector_table"))) const uint32_t _vector_table[16] = {0x20004000};
+int z_fn(int x) { return (int)z_log_levels[x & 7] + 1; }
+"""
+# scripts/build/gen_isr_tables_parser_carrays.py: non-const tables (so the output sections are "WA")
+Z_ISR_TABLES_C = r"""
+#include <stdint.h>
+__attribute__((used, section(".gnu.linkonce.irq_vector_table"))) uintptr_t _irq_vector_table[8] = {1};
+struct _isr_table_entry { const void *arg; void (*isr)(const void *); };
+__attribute__((used, section(".gnu.linkonce.sw_isr_table"))) struct _isr_table_entry _sw_isr_table[8] = {{0, 0}};
+"""
+Z_APP_C = r"""
+#include <stdint.h>
+#include <string.h>
+__attribute__((used, section(".armgen_model"), aligned(16))) const uint8_t armgen_model_pte[1024] = {2};
+__attribute__((used, section(".armgen_pool.method"), aligned(16))) uint8_t armgen_pool_method[2048];
+__attribute__((used, section(".rogue"))) uint32_t rogue[4] = {1};      /* writable, Zephyr names it not */
+static void ctor(void) {}
+__attribute__((used, section(".init_array"))) void (*const init_ptr)(void) = ctor;
+__attribute__((used, section(".ctors"))) void (*ctors_ptr)(void) = ctor;
+__attribute__((used)) uint8_t app_buf[64] = {1};
+extern int k_fn(int); extern int z_fn(int);
+void Reset_Handler(void) {
+  memcpy(app_buf + 8, armgen_pool_method, app_buf[0] + 4u);
+  app_buf[1] = (uint8_t)(k_fn(app_buf[2]) + z_fn(app_buf[3]) + armgen_model_pte[app_buf[4]]);
+  for (;;) {}
+}
+"""
+Z_LINK_LD = """
+MEMORY {
+  FLASH (rx) : ORIGIN = 0x00000000, LENGTH = 64K
+  RAM (rwx)  : ORIGIN = 0x20000000, LENGTH = 16K
+}
+ENTRY(Reset_Handler)
+SECTIONS {
+  @ROMSTART@
+  rom_start : { KEEP(*(.exc_vector_table)) KEEP(*(.gnu.linkonce.irq_vector_table*)) } > FLASH
+  text : { *(.text*) . = ALIGN(4); } > FLASH
+  sw_isr_table : { . = ALIGN(4); KEEP(*(.gnu.linkonce.sw_isr_table*)) } > FLASH
+  ctors : { . = ALIGN(4); LONG(1) KEEP(*(.ctors*)) LONG(0) } > FLASH
+  init_array : { . = ALIGN(4); KEEP(*(.init_array*)) } > FLASH
+  rogue : { KEEP(*(.rogue)) } @ROGUE@
+  .armgen_model : ALIGN(16) { KEEP(*(.armgen_model)) } > FLASH
+  rodata : { *(.rodata*) . = ALIGN(4); } > FLASH
+  @ROMEND@
+  datas : ALIGN(4) { *(.data*) } > RAM AT> FLASH
+  bss (NOLOAD) : ALIGN(8) { *(.bss*) *(COMMON) } > RAM
+  noinit (NOLOAD) : ALIGN(16) { KEEP(*(.noinit.*)) KEEP(*(.armgen_pool.*)) } > RAM
+  /DISCARD/ : { *(.ARM.exidx*) *(.ARM.extab*) }
+}
+"""
+PICOLIBC_DIR = Path("/usr/lib/picolibc/arm-none-eabi/lib/thumb/v7e-m/nofp")  # Debian's picolibc
+
+
+def build_zephyr_like(d: Path, rom_symbols: bool = True, rogue: str = "> RAM AT> FLASH") -> tuple[Path, Path]:
+    """Compile and link the Zephyr-like image in ``d`` (build/zephyr/zephyr.elf + .map); return (ELF, map)."""
+    out = d / "build" / "zephyr"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in (("kernel.c", Z_KERNEL_C), ("zephyr.c", Z_ZEPHYR_C), ("isr_tables.c", Z_ISR_TABLES_C),
+                       ("app.c", Z_APP_C)):
+        (out / name).write_text(text)
+        _run([GCC, *CFLAGS, "-c", name, "-o", f"{name}.obj"], out)
+    for lib, obj in (("libkernel.a", "kernel.c.obj"), ("libzephyr.a", "zephyr.c.obj"), ("libapp.a", "app.c.obj")):
+        (out / lib).unlink(missing_ok=True)
+        _run([AR, "rcs", lib, obj], out)
+    ld = Z_LINK_LD.replace("@ROGUE@", rogue)
+    ld = ld.replace("@ROMSTART@", "__rom_region_start = 0x00000000;" if rom_symbols else "")
+    ld = ld.replace("@ROMEND@", "__rom_region_end = .;" if rom_symbols else "")
+    (out / "linker.cmd").write_text(ld)
+    libc = ["-L", str(PICOLIBC_DIR)] if (PICOLIBC_DIR / "libc.a").is_file() else []
+    _run([GCC, *CFLAGS, "-nostartfiles", "-nostdlib", "-T", "linker.cmd", "-Wl,-Map=zephyr.map", "-Wl,--gc-sections",
+          "-Wl,--whole-archive", "libapp.a", "-Wl,--no-whole-archive", "isr_tables.c.obj", "libkernel.a",
+          "libzephyr.a", *libc, "-lc", "-lgcc", "-o", "zephyr.elf"], out)  # fmt: skip
+    return out / "zephyr.elf", out / "zephyr.map"
+
+
+@pytest.fixture(scope="module")
+def zfw(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return build_zephyr_like(tmp_path_factory.mktemp("zfw"))
+
+
+def test_zephyr_rom_sections_are_read_only_data(zfw: tuple[Path, Path], board) -> None:
+    """rom_start, sw_isr_table, ctors, init_array: "WA" in the ELF, read-only data in flash for the size stage."""
+    elf, mapf = zfw
+    r = size_elf(elf, board, mapf)
+    assert r.misplaced == () and r.attribution == "map"
+    for name in ("rom_start", "sw_isr_table", "ctors", "init_array"):
+        s = r.section(name)
+        assert "W" in s.flags and s.role == "rodata", name
+        assert [(p.what, p.region, p.memory) for p in s.placements] == [("run", "FLASH", "flash")], name
+    assert r.section("rogue").role == "data"  # in RAM here; not a Zephyr ROM section
+    assert check_budgets(r, SizeBudgets()) == []
+    check_sums(r)
+    # without a board the same rule keeps them out of the RAM total
+    nb = size_elf(elf, None, mapf)
+    assert nb.section("sw_isr_table").placements[0].memory == "flash"
+    assert nb.flash == r.flash and nb.ram == r.ram
+
+
+def test_zephyr_rom_rule_is_not_a_disabled_check(tmp_path: Path, board) -> None:
+    """Only Zephyr's named sections inside its ROM group (__rom_region_start..__rom_region_end) qualify."""
+    elf, mapf = build_zephyr_like(tmp_path / "nosyms", rom_symbols=False)  # not a Zephyr image
+    r = size_elf(elf, board, mapf)
+    assert sorted(m.section for m in r.misplaced) == ["ctors", "init_array", "rom_start", "sw_isr_table"]
+    assert all("writable but FLASH is non-volatile flash" in m.reason for m in r.misplaced)
+    elf, mapf = build_zephyr_like(tmp_path / "rogue", rogue="> FLASH")  # a writable section of another name
+    r = size_elf(elf, board, mapf)
+    assert [(m.section, m.reason) for m in r.misplaced] == [("rogue", "is writable but FLASH is non-volatile flash")]
+
+
+def test_zephyr_stacks_and_heap_are_attributed_and_listed(tmp_path: Path, zfw: tuple[Path, Path], board) -> None:
+    elf, mapf = zfw
+    r = size_elf(elf, board, mapf)
+    # the .noinit."<file>".<n> input sections are named by the symbol they start with
+    assert dict(r.section("noinit").components) == {"pools": 2048, "stack_heap": 512 + 256 + 1024 + 2048}
+    assert r.section("noinit").role == "data"  # holds stacks too: not a pools-only section
+    got = {(x.name, x.kind, x.symbol, x.size, x.section, x.region) for x in r.stacks}
+    assert got == {
+        ("main", "stack", "z_main_stack", 1024, "noinit", "RAM"),
+        ("ISR", "stack", "z_interrupt_stacks", 512, "noinit", "RAM"),
+        ("idle", "stack", "z_idle_stacks", 256, "noinit", "RAM"),
+        ("kernel heap", "heap", "kheap__system_heap", 2048, "noinit", "RAM"),
+    }
+    assert r.stack == 1792 and r.heap == 2048
+    assert r.component("stack_heap").ram == 3840 and r.component("stack_heap").flash == 0
+    assert [(p.name, p.size, p.section, p.region) for p in r.pools] == [("method", 2048, "noinit", "RAM")]
+    doc = r.to_dict()
+    assert {x["symbol"]: x["size"] for x in doc["stacks"]} == {
+        "z_main_stack": 1024, "z_interrupt_stacks": 512, "z_idle_stacks": 256, "kheap__system_heap": 2048}
+    # the bare-metal .stack section is listed as the main stack
+    bm_elf, bm_map = build_fw(tmp_path / "bm")
+    bm = size_elf(bm_elf, board, bm_map)
+    assert [(x.name, x.kind, x.symbol, x.size) for x in bm.stacks] == [("main", "stack", ".stack", 1024)]
+    # no map: the same symbols through the symbol/DWARF rules
+    nm = size_elf(elf, board, None)
+    assert nm.component("stack_heap").ram == 3840 and nm.stack == 1792
+    check_sums(r)
+    check_sums(nm)
+
+
+def test_zephyr_archives_are_zephyr_kernel(zfw: tuple[Path, Path], board) -> None:
+    elf, mapf = zfw
+    r = size_elf(elf, board, mapf)
+    assert dict(r.section("rom_start").components) == {"zephyr_kernel": 64 + 32}  # libzephyr.a, isr_tables.c.obj
+    assert dict(r.section("sw_isr_table").components) == {"zephyr_kernel": 64}
+    assert dict(r.section("rodata").components) == {"zephyr_kernel": 32}
+    assert dict(r.section("bss").components) == {"zephyr_kernel": 64}  # libkernel.a
+    assert dict(r.section("datas").components) == {"app": 64}  # libapp.a
+    text = dict(r.section("text").components)
+    assert text["zephyr_kernel"] > 0 and text["app"] > 0 and text["libc"] > 0  # k_fn/z_fn, Reset_Handler, memcpy
+    assert r.component("other_libraries").flash == 0 and r.component("other_libraries").ram == 0
+    if (PICOLIBC_DIR / "libc.a").is_file():  # memcpy came from Debian's picolibc, not newlib
+        lmap = parse_map(mapf.read_text())
+        assert any(i.archive == "libc.a" and i.input_section == ".text.memcpy" for i in lmap.inputs)
+        assert str(PICOLIBC_DIR) in mapf.read_text()
+    check_sums(r)
+
+
+def test_classify_zephyr_names() -> None:
+    for lib in ("libzephyr.a", "libkernel.a", "libarch__arm__core__cortex_m.a", "libarch__common.a",
+                "libdrivers__serial.a", "libsoc__arm.a", "liblib__libc__picolibc.a", "liblib__libc__common.a",
+                "libsubsys__logging.a", "libisr_tables.a", "liboffsets.a"):
+        assert classify(archive=lib) == "zephyr_kernel", lib
+    for obj in ("isr_tables.c.obj", "offsets.c.obj", "device_deps.c.obj", "empty_file.c.obj"):
+        assert classify(obj=obj) == "zephyr_kernel", obj
+    assert classify(archive="libapp.a") == "app"
+    for lib in ("libc.a", "libstdc++.a", "libgcc.a", "libm.a", "libsupc++.a"):  # picolibc's and GCC's
+        assert classify(archive=lib) == "libc", lib
+    assert classify(archive="libmodules__foo.a") == "other_libraries"
+    for sym in ("z_main_stack", "z_interrupt_stacks", "z_idle_stacks", "kheap__system_heap", "_system_heap"):
+        assert classify(archive="libkernel.a", symbol=sym) == "stack_heap", sym
+    assert classify(archive="libkernel.a", symbol="z_main_thread") == "zephyr_kernel"
+    assert classify(source="/ws/zephyr/kernel/init.c") == "zephyr_kernel"
+    assert classify(source="/ws/zephyr/lib/libc/picolibc/libc-hooks.c") == "zephyr_kernel"
+    assert classify(source="/build/picolibc/newlib/libc/string/memcpy.c") == "libc"
+    assert parse_budget_table({"components": {"zephyr_kernel": "16 KiB"}}, "b.toml").components[
+        "zephyr_kernel"].total == 16384
+
+
+ZEPHYR_RECORD = """name = "zapp"
+board = "{board}"
+rtos = "zephyr"
+elf = "build/zephyr/zephyr.elf"
+map = "build/zephyr/zephyr_final.map"
+
+[[pools]]
+name = "method"
+bytes = 2048
+region = "{region}"
+section = ".armgen_pool.method"
+"""
+
+
+def test_zephyr_project_finds_elf_and_map_from_the_record(tmp_path: Path, board_file: Path) -> None:
+    proj = tmp_path / "zapp"
+    elf, mapf = build_zephyr_like(proj)
+    mapf.rename(mapf.with_name("zephyr_final.map"))  # only the record names it: no <elf>.map next to the ELF
+    (proj / "armgen.toml").write_text(ZEPHYR_RECORD.format(board=board_file, region="RAM"))
+    for target in (proj, elf):  # the project, and the ELF (armgen.toml three levels up names it)
+        code, out, err = invoke("size", str(target), "--json")
+        assert code == 0, err
+        doc = json.loads(out)
+        rep = doc["report"]
+        assert rep["board"] == "two_region" and rep["attribution"] == "map"
+        assert rep["map"] == str(mapf.with_name("zephyr_final.map"))
+        assert rep["misplaced"] == [] and doc["within_budget"] is True
+        assert rep["stack"] == 1792 and rep["heap"] == 2048
+        assert {x["name"] for x in rep["stacks"]} == {"main", "ISR", "idle", "kernel heap"}
+        assert rep["components"]["zephyr_kernel"]["flash"] > 0
+    assert (elf.parent / "zephyr.size.svg").is_file()
+    code, out, err = invoke("size", str(proj))
+    assert code == 0, err
+    assert "z_main_stack" in out and "main stack" in out and "[zephyr_kernel]" in out
+    # a pool outside the region armgen.toml names for it fails the gate
+    (proj / "armgen.toml").write_text(ZEPHYR_RECORD.format(board=board_file, region="FLASH"))
+    code, out, err = invoke("size", str(proj))
+    assert code == 1
+    assert "misplaced: section noinit at 0x" in err and "(2048 B) holds pool method, which armgen.toml places in FLASH" in err
+    # a pool the record has but the ELF lacks is a note, not a failure
+    (proj / "armgen.toml").write_text(
+        ZEPHYR_RECORD.format(board=board_file, region="RAM") + '\n[[pools]]\nname = "temp"\nbytes = 64\nregion = "RAM"\n'
+    )
+    code, out, err = invoke("size", str(proj))
+    assert code == 0 and "pool temp of armgen.toml is not in the ELF" in err
+
+
+# ------------------------------------------------------------------------------- the real Zephyr image
+
+#: A built `armgen new --rtos zephyr` project to size, when one is named (tests/test_zephyr_firmware.py
+#: builds and sizes its own whenever the workspace has Zephyr).
+_REAL = os.environ.get("ARMGEN_SIZE_ZEPHYR_PROJECT")
+REAL_ZEPHYR_PROJECT = Path(_REAL) if _REAL else None
+
+
+def _zephyr_tree() -> Path | None:
+    tree = workspace_dir() / "zephyr"
+    return tree if (tree / "include" / "zephyr" / "linker").is_dir() else None
+
+
+def test_zephyr_rom_rule_matches_the_workspace_linker_scripts() -> None:
+    """Every section ZEPHYR_ROM_SECTIONS names is one Zephyr's linker scripts place in the ROM group."""
+    tree = _zephyr_tree()
+    if tree is None:
+        pytest.skip(f"no Zephyr in the armgen workspace {workspace_dir()} (armgen workspace init --zephyr)")
+    scripts = [tree / "include/zephyr/arch/arm/cortex_m/scripts/linker.ld",
+               *sorted((tree / "include/zephyr/linker").rglob("*.ld"))]
+    text = "\n".join(p.read_text() for p in scripts)
+    text = text.replace("_CTOR_SECTION_NAME", "ctors")  # include/zephyr/linker/sections.h
+    names = [n for n in ZEPHYR_ROM_SECTIONS.split("|") if n != ".+_area"]
+    for name in names:
+        m = re.search(rf"SECTION_(?:DATA_)?PROLOGUE\(\s*{name}\s*,.*?\}}\s*(GROUP_\w+\([^)]*\))", text, re.S)
+        assert m, f"{name}: no such output section in Zephyr's linker scripts"
+        assert "ROMABLE_REGION" in m.group(1) or "ROMSTART_REGION" in m.group(1), (name, m.group(1))
+    init_c = (tree / "kernel/init.c").read_text()
+    for sym in ("z_main_stack", "z_interrupt_stacks", "z_idle_stacks"):
+        assert sym in init_c and sym in ZEPHYR_STACKS
+    assert "K_HEAP_DEFINE(_system_heap" in (tree / "kernel/mempool.c").read_text()
+
+
+def test_real_zephyr_image(tmp_path: Path) -> None:
+    """The Zephyr 3.7 image of a generated project sizes within budget, every byte named."""
+    if _zephyr_tree() is None:
+        pytest.skip(f"no Zephyr in the armgen workspace {workspace_dir()} (armgen workspace init --zephyr)")
+    src = REAL_ZEPHYR_PROJECT
+    if src is None:
+        pytest.skip("ARMGEN_SIZE_ZEPHYR_PROJECT names no built Zephyr project (tests/test_zephyr_firmware.py sizes its own)")
+    elf, mapf = src / "build/zephyr/zephyr.elf", src / "build/zephyr/zephyr.map"
+    if not ((src / "armgen.toml").is_file() and elf.is_file() and mapf.is_file()):
+        pytest.skip(f"no built Zephyr project at {src} (set ARMGEN_SIZE_ZEPHYR_PROJECT to one built by armgen build)")
+    proj = tmp_path / src.name  # a copy: the CLI writes the SVG next to the ELF
+    (proj / "build/zephyr").mkdir(parents=True)
+    shutil.copy(src / "armgen.toml", proj)
+    for f in (elf, mapf):
+        shutil.copy(f, proj / "build/zephyr")
+    record = tomllib.loads((proj / "armgen.toml").read_text())
+    code, out, err = invoke("size", str(proj), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    rep = doc["report"]
+    assert doc["within_budget"] and rep["misplaced"] == [] and rep["attribution"] == "map"
+    assert sum(c["flash"] for c in rep["components"].values()) == rep["flash"]
+    assert sum(c["ram"] for c in rep["components"].values()) == rep["ram"]
+    for s in rep["sections"]:
+        assert sum(s["components"].values()) == s["size"], s["name"]
+    comps = rep["components"]
+    assert "other_libraries" not in comps  # every archive of the image has a component
+    assert comps["zephyr_kernel"]["flash"] > 0 and comps["libc"]["flash"] > 0 and comps["app"]["flash"] > 0
+    assert comps["model"]["flash"] == next(s["size"] for s in rep["sections"] if s["name"] == ".armgen_model")
+    unattributed = comps.get("unattributed", {"flash": 0, "ram": 0})
+    assert unattributed["flash"] + unattributed["ram"] < 0.01 * (rep["flash"] + rep["ram"])  # linker fill only
+    stacks = {x["name"]: x for x in rep["stacks"]}
+    assert {"main", "ISR", "idle"} <= set(stacks)
+    assert stacks["main"]["size"] == record["memory"]["stack"]
+    pools = {p["name"]: p for p in rep["pools"]}
+    assert {p["name"]: (p["bytes"], p["region"]) for p in record["pools"]} == {
+        n: (p["size"], p["region"]) for n, p in pools.items()}
+    assert comps["pools"]["ram"] == sum(p["bytes"] for p in record["pools"])
+    stack_bytes = sum(x["size"] for x in rep["stacks"])
+    assert stack_bytes <= comps["stack_heap"]["ram"] < stack_bytes + 256  # + heap control blocks
+    for name in ("rom_start", "sw_isr_table"):
+        s = next(s for s in rep["sections"] if s["name"] == name)
+        assert "W" in s["flags"] and s["role"] in ("code", "rodata") and s["flash"] == s["size"]

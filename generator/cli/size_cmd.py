@@ -41,25 +41,55 @@ def _project_key(project: dict[str, Any], key: str) -> Any:
     return sub.get(key) if isinstance(sub, dict) else None
 
 
+def _record_path(toml_path: Path, project: dict[str, Any], key: str) -> Path | None:
+    """The file armgen.toml's ``key`` (``elf``, ``map``) names, relative to the project directory."""
+    value = _project_key(project, key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise SizeError(f"{toml_path}: '{key}' must be a path, not {value!r}")
+    return toml_path.parent / value
+
+
 def _find_project_toml(elf: Path) -> Path | None:
-    """armgen.toml of the project an ELF was built in (``<project>/build/<name>.elf``)."""
-    for d in (elf.parent, elf.parent.parent):
+    """armgen.toml of the project an ELF was built in.
+
+    ``<project>/build/<name>.elf`` (the ELF's parent or grandparent), or any ancestor up to three levels
+    whose armgen.toml names this ELF in its ``elf`` key (Zephyr: ``<project>/build/zephyr/zephyr.elf``).
+    """
+    parents = [elf.parent, elf.parent.parent, elf.parent.parent.parent]
+    for d in parents:
         cand = d / "armgen.toml"
-        if cand.is_file():
+        if not cand.is_file():
+            continue
+        try:
+            named = _record_path(cand, _read_project(cand), "elf")
+        except SizeError:
+            named = None
+        if named is not None and named.resolve() == elf.resolve():
             return cand
+    for d in parents[:2]:
+        if (d / "armgen.toml").is_file():
+            return d / "armgen.toml"
     return None
 
 
 def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
-    """(ELF, armgen.toml or None, project data) for an ELF or a project directory."""
+    """(ELF, armgen.toml or None, project data) for an ELF or a project directory.
+
+    A project's ELF is the one its armgen.toml's ``elf`` key names (``build/zephyr/zephyr.elf`` for
+    Zephyr); records without that key: ``build/<name>.elf``, else the only ELF in ``build/``.
+    """
     if target.is_dir():
         toml_path = target / "armgen.toml"
         if not toml_path.is_file():
             raise SizeError(f"{target} is a directory without armgen.toml", hint="pass the ELF or a project directory")
         project = _read_project(toml_path)
+        elf = _record_path(toml_path, project, "elf")
         name = _project_key(project, "name")
-        if isinstance(name, str) and name:
+        if elf is None and isinstance(name, str) and name:
             elf = target / "build" / f"{name}.elf"
+        if elf is not None:
             if not elf.is_file():
                 raise SizeError(f"{elf}: no such file", hint=f"build the project first: armgen build {target}")
             return elf, toml_path, project
@@ -123,18 +153,14 @@ def _component_table(report: ElfSizeReport) -> Table:
 
 
 def _ram_table(report: ElfSizeReport) -> Table:
-    t = Table(title="memory pools, stack and heap")
-    for col in ("item", "bytes", "section", "region"):
+    t = Table(title="memory pools, stacks and heaps")
+    for col in ("item", "bytes", "symbol", "section", "region"):
         t.add_column(col, justify="right" if col == "bytes" else "left")
     for p in report.pools:
-        _add_row(t, f"pool {p.name}", f"{p.size:,}", p.section, p.region or "-")
-    for name in (".stack", ".heap"):
-        try:
-            s = report.section(name)
-        except KeyError:
-            continue
-        region = s.placements[0].region or "-"
-        _add_row(t, name.lstrip("."), f"{s.size:,}", name, region)
+        _add_row(t, f"pool {p.name}", f"{p.size:,}", f"armgen_pool_{p.name}", p.section, p.region or "-")
+    for x in report.stacks:
+        item = x.name if x.kind == "heap" else f"{x.name} stack"
+        _add_row(t, item, f"{x.size:,}", x.symbol if x.symbol != x.section else "", x.section, x.region or "-")
     return t
 
 
@@ -189,7 +215,7 @@ def _budgets_dict(b: SizeBudgets) -> dict[str, Any]:
 @click.option("--compare", "old_elf", type=click.Path(path_type=Path), help="Older ELF: print per-component/section deltas.")
 @click.option("--board", "board_spec", help="Board name or board YAML path (default: armgen.toml's board).")
 @click.option("--map", "map_file", type=click.Path(path_type=Path),
-              help="GNU ld map file of the link (default: <elf>.map next to the ELF).")
+              help="GNU ld map file of the link (default: armgen.toml's map, else <elf>.map next to the ELF).")
 def size_command(
     target: Path,
     budget_file: Path | None,
@@ -198,7 +224,7 @@ def size_command(
     board_spec: str | None,
     map_file: Path | None,
 ) -> None:
-    """Size an ELF (or a project's build/<name>.elf) per memory region and component.
+    """Size an ELF (or the ELF a project's armgen.toml names) per memory region and component.
 
     Exit 0 within budget, 1 over budget (each overrun named, with bytes), 2 on error.
     Writes <elf stem>.size.svg (region fill by component) next to the ELF.
@@ -212,7 +238,16 @@ def size_command(
             pb = str((toml_path.parent / pb))
         board_spec = pb
     board = _load_board(board_spec) if board_spec else None
-    report = size_elf(elf, board, map_file if map_file is not None else find_map(elf))
+    if map_file is None and toml_path is not None:  # the record's map, when the record names this ELF
+        record_elf = _record_path(toml_path, project, "elf")
+        record_map = _record_path(toml_path, project, "map")
+        if record_elf is not None and record_map is not None and record_map.is_file() \
+                and record_elf.resolve() == elf.resolve():
+            map_file = record_map
+    record_pools = project.get("pools")
+    if record_pools is not None and not isinstance(record_pools, list):
+        raise SizeError(f"{toml_path}: 'pools' must be an array of tables ([[pools]])")
+    report = size_elf(elf, board, map_file if map_file is not None else find_map(elf), pools=record_pools)
     project_budgets = project.get("budgets")
     if project_budgets is not None and not isinstance(project_budgets, dict):
         raise SizeError(f"{toml_path}: 'budgets' must be a table")
@@ -251,7 +286,7 @@ def size_command(
         _print(_region_table(report))
         _print(_section_table(report))
         _print(_component_table(report))
-        if report.pools or report.stack or report.heap:
+        if report.pools or report.stacks:
             _print(_ram_table(report))
         if comparison is not None:
             out_console.print(

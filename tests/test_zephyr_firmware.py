@@ -1,0 +1,215 @@
+"""Zephyr firmware for real: `armgen new --rtos zephyr`, `armgen build` (west), `armgen size` and
+`armgen run` on QEMU, through the CLI, against the workspace's Zephyr tree.
+
+Needs an armgen workspace with Zephyr (`armgen workspace init --zephyr --zephyr-release 3.7`, found
+through ``$ARMGEN_WORKSPACE`` or armgen's default location); without one every test here skips with
+the reason. To stay within CI's time, the programs share one project directory and one west build
+directory: kws is built clean once, then ``armgen new --force`` puts ad and a two-input user model into
+the same directory (``--force`` keeps ``build/``), and west rebuilds only what changed (the model, its
+kernel registration and the pools). The STM32F4 application is a clean build of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from _programs import armgen
+
+from armgen.build import resolve_workspace
+from armgen.workspace import Workspace
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+MODELS = Path(__file__).parent / "models"
+RELEASE = "3.7"
+
+
+def _zephyr_missing() -> str | None:
+    try:
+        ws = Workspace(resolve_workspace())
+    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
+        return f"no armgen workspace ({getattr(exc, 'message', exc)})"
+    if not ws.has_zephyr:
+        return f"no Zephyr in the workspace {ws.root}: armgen workspace init --zephyr --zephyr-release {RELEASE}"
+    if ws.zephyr_release != RELEASE:
+        return f"the workspace {ws.root} has Zephyr {ws.zephyr_release}, these tests build for {RELEASE}"
+    return None
+
+
+MISSING = _zephyr_missing()
+needs_zephyr = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+
+def _ok(result, what: str) -> str:
+    out = ANSI.sub("", result.stdout + result.stderr)
+    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{out[-3000:]}"
+    return out
+
+
+def _new(out: Path, model: str, board: str = "qemu_mps3_an547", name: str = "zapp") -> Path:
+    _ok(armgen("new", name, "--model", model, "--board", board, "--rtos", "zephyr", "--zephyr-release", RELEASE,
+               "--out", str(out), "--force"), f"armgen new --model {model}")
+    return out / name
+
+
+def _run_checked(project: Path) -> dict:
+    """`armgen run --json` of a Zephyr project: the Zephyr image ran, 0 LSB from the reference."""
+    r = armgen("run", str(project), "--json")
+    _ok(r, "armgen run")
+    report = json.loads(r.stdout)
+    assert report["firmware"] == "zephyr" and report["zephyr_board"] == "mps3/an547"
+    assert report["elf"].endswith("build/zephyr/zephyr.elf")
+    assert report["passed"] and report["max_lsb_diff"] == 0
+    assert report["alternate_checked"]  # the image read input.bin: the second input changed the outputs
+    assert len(set(report["ticks_per_run"])) == 1 and report["instructions"] > 0
+    record = tomllib.loads((project / "armgen.toml").read_text())
+    planned = {p["name"]: p["bytes"] for p in record["pools"]}
+    for pool in report["pools"]:  # every pool as armgen.toml planned it; planned buffers used exactly
+        assert pool["reserved"] == planned[pool["name"]]
+        if pool["name"].startswith("planned_"):
+            assert pool["used"] == pool["reserved"]
+        assert pool["used"] <= pool["reserved"]
+    return report
+
+
+def _size_checked(project: Path) -> dict:
+    """`armgen size --json` exits 0 on a Zephyr image: pools, stacks and the kernel attributed, parts add up."""
+    r = armgen("size", str(project), "--json")
+    _ok(r, "armgen size")
+    data = json.loads(r.stdout)
+    assert data["within_budget"] and not data["violations"]
+    report = data["report"]
+    assert report["elf"].endswith("build/zephyr/zephyr.elf")
+    comps = report["components"]
+    assert comps["zephyr_kernel"]["flash"] > 0 and comps["model"]["flash"] > 0
+    record = tomllib.loads((project / "armgen.toml").read_text())
+    assert comps["pools"]["ram"] == sum(p["bytes"] for p in record["pools"])
+    assert {s["name"] for s in report["stacks"]} >= {"main", "ISR", "idle"}
+    main = next(s for s in report["stacks"] if s["name"] == "main")
+    assert main["size"] == record["memory"]["stack"]
+    assert sum(c["flash"] for c in comps.values()) == report["flash"]  # parts add up (fill included)
+    assert sum(c["ram"] for c in comps.values()) == report["ram"]
+    return data
+
+
+@pytest.fixture(scope="module")
+def zapp(tmp_path_factory) -> Path:
+    """The shared project directory (one west build directory for kws, ad and the two-input model)."""
+    return tmp_path_factory.mktemp("zephyr")
+
+
+@needs_zephyr
+def test_kws_builds_sizes_and_runs_bit_exact(zapp):
+    project = _new(zapp, "kws")
+    out = _ok(armgen("build", str(project)), "armgen build")
+    assert "west build" not in out or "error" not in out
+    elf = project / "build" / "zephyr" / "zephyr.elf"
+    assert elf.is_file() and (project / "build" / "zephyr" / "zephyr.map").is_file()
+    config = (project / "build" / "zephyr" / ".config").read_text()
+    # The libc setup armgen.build.zephyr_libc_args documents, and the generated prj.conf, in force.
+    for line in ("CONFIG_PICOLIBC=y", "CONFIG_THREAD_LOCAL_STORAGE=y", "CONFIG_SPEED_OPTIMIZATIONS=y",
+                 "CONFIG_HEAP_MEM_POOL_SIZE=0", "CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC=32000000"):
+        assert line in config, line
+    assert "CONFIG_EXECUTORCH_ENABLE_LOGGING=y" not in config
+    _size_checked(project)
+    report = _run_checked(project)
+    assert report["instructions"] < 2_000_000  # bare metal: 1,809,219 (benchmarks/results.json)
+
+
+@needs_zephyr
+def test_ad_rebuilds_incrementally_and_runs_bit_exact(zapp):
+    if not (zapp / "zapp" / "build" / "zephyr" / "zephyr.elf").is_file():
+        pytest.skip("needs the kws build of test_kws_builds_sizes_and_runs_bit_exact")
+    project = _new(zapp, "ad")
+    _ok(armgen("build", str(project)), "armgen build (incremental)")
+    _size_checked(project)
+    _run_checked(project)
+
+
+@needs_zephyr
+def test_two_input_user_model_runs_bit_exact(zapp):
+    if not (zapp / "zapp" / "build" / "zephyr" / "zephyr.elf").is_file():
+        pytest.skip("needs the kws build of test_kws_builds_sizes_and_runs_bit_exact")
+    project = _new(zapp, str(MODELS / "two_inputs.py"))
+    report = _run_checked(project)  # run builds it (incrementally) itself
+    assert len(report["outputs"]) == 1
+
+
+@needs_zephyr
+def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
+    """STM32F4 Discovery: configure, compile and link on 3.7 with hal_stm32 at 3.7.1's pin (no QEMU run:
+    the board is silicon; its stand-in, mps2/an386, is not in Zephyr 3.7)."""
+    project = _new(tmp_path, str(MODELS / "mlp.py"), board="stm32f4_disco", name="mlp")
+    r = armgen("build", str(project))
+    out = _ok(r, "armgen build stm32f4_disco")
+    assert (project / "build" / "zephyr" / "zephyr.elf").is_file()
+    config = (project / "build" / "zephyr" / ".config").read_text()
+    assert "CONFIG_SOC_STM32F407XG=y" in config and "CONFIG_HAS_STM32CUBE=y" in config
+    assert "flash" in out
+    # No Zephyr stand-in in 3.7: run says so in one line and offers the bare-metal stand-in.
+    r = armgen("run", str(project))
+    assert r.returncode == 2
+    err = ANSI.sub("", r.stderr)
+    assert "no Zephyr stand-in" in err and "--baremetal-standin" in err and "Traceback" not in err
+
+
+# ---- bad input (no Zephyr needed) ------------------------------------------------------------------
+def test_board_missing_in_the_release_is_one_line(tmp_path):
+    r = armgen("new", "kws", "--board", "alif_e8", "--rtos", "zephyr", "--zephyr-release", "3.7", "--out",
+               str(tmp_path))
+    assert r.returncode == 2
+    err = ANSI.sub("", r.stderr).strip().splitlines()
+    assert err[0] == "armgen: error: board 'alif_e8_hp' is not in Zephyr 3.7 (Zephyr releases that have it: 4.4)"
+    assert not (tmp_path / "kws").exists()
+
+
+def test_unknown_release_is_one_line(tmp_path):
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--rtos", "zephyr", "--zephyr-release", "2.7",
+               "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert "unknown Zephyr release '2.7' (armgen knows 4.4, 3.7)" in ANSI.sub("", r.stderr)
+
+
+def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):
+    """A Zephyr project against a workspace without Zephyr: exit 2, one error line, nothing lost."""
+    ws = tmp_path / "ws"
+    (ws / "modules" / "lib" / "executorch").mkdir(parents=True)
+    (ws / "modules" / "lib" / "executorch" / "CMakeLists.txt").write_text("")
+    (ws / "modules" / "lib" / "cmsis-nn").mkdir(parents=True)
+    (ws / "modules" / "lib" / "cmsis-nn" / "CMakeLists.txt").write_text("")
+    proj = tmp_path / "p"
+    proj.mkdir()
+    record = ('name = "p"\nboard = "qemu_mps3_an547"\nrtos = "zephyr"\nbackend = "cortex-m"\n'
+              'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\nzephyr_release = "3.7"\n'
+              'zephyr_target = "mps3/an547"\n')
+    (proj / "armgen.toml").write_text(record)
+    r = armgen("build", str(proj), env={"ARMGEN_WORKSPACE": str(ws)})
+    assert r.returncode == 2
+    lines = [ln for ln in ANSI.sub("", r.stderr).strip().splitlines() if ln.startswith(("armgen:", "hint:"))]
+    assert lines[0].startswith("armgen: error: no Zephyr in the workspace") and "Zephyr 3.7 project" in lines[0]
+    assert "armgen workspace init --zephyr --zephyr-release 3.7" in lines[1]
+    assert (proj / "armgen.toml").read_text() == record
+
+
+@needs_zephyr
+def test_west_failure_is_one_line(tmp_path):
+    """A project whose board target west does not know: exit 2, west's reason in one line."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "armgen.toml").write_text(
+        'name = "p"\nboard = "qemu_mps3_an547"\nrtos = "zephyr"\nbackend = "cortex-m"\n'
+        'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\nzephyr_release = "3.7"\n'
+        'zephyr_target = "no_such_board"\n'
+    )
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nfind_package(Zephyr REQUIRED HINTS $ENV{ZEPHYR_BASE})\nproject(p)\n"
+    )
+    r = armgen("build", str(project))
+    assert r.returncode == 2
+    lines = [ln for ln in ANSI.sub("", r.stderr).strip().splitlines() if ln.startswith(("armgen:", "hint:"))]
+    assert lines[0] == "armgen: error: west build: configure failed: No board named 'no_such_board' found.", lines
+    assert "Traceback" not in r.stderr
+    assert lines[-1].startswith("hint: full log:")
