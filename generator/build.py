@@ -284,11 +284,7 @@ def build_project(
     warnings = check_program_compatibility(record, ws)
     progress = progress or (lambda *a: None)
 
-    build_dir = record.build_dir
-    if rebuild and build_dir.is_dir():
-        shutil.rmtree(build_dir)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    log_path = build_dir / "armgen-build.log"
+    build_dir, log_path = _prepare_build_dir(record, rebuild)
     start = time.monotonic()
     with open(log_path, "w") as log:
         if not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws):
@@ -318,6 +314,15 @@ def build_project(
         if _run(cmd, record.root, log, counter) is None:
             raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
     return _finish(record, ws, start, counter, log_path, warnings, progress, size)
+
+
+def _prepare_build_dir(record: ProjectRecord, rebuild: bool) -> tuple[Path, Path]:
+    """``PROJECT/build`` (emptied first for a clean build) and the path of its tool log."""
+    build_dir = record.build_dir
+    if rebuild and build_dir.is_dir():
+        shutil.rmtree(build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    return build_dir, build_dir / "armgen-build.log"
 
 
 class _NinjaProgress:
@@ -451,11 +456,7 @@ def _build_zephyr(
         )
     env = zephyr_toolchain_env()
     warnings = check_program_compatibility(record, ws_root)
-    build_dir = record.build_dir
-    if rebuild and build_dir.is_dir():
-        shutil.rmtree(build_dir)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    log_path = build_dir / "armgen-build.log"
+    build_dir, log_path = _prepare_build_dir(record, rebuild)
     start = time.monotonic()
     cmd = [sys.executable, "-m", "west", "build", "-b", target, "-d", str(build_dir), "-p", "auto",
            f"-o=-j{max(1, jobs)}", str(record.root), "--",
