@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -63,6 +64,22 @@ def tree(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and "build" not in p.relative_to(root).parts[:1]
     }
+
+
+_CONFIG_LINE = re.compile(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$")
+
+
+def config_lines(text: str) -> dict[str, str]:
+    """A prj.conf / board .conf as ``{symbol without CONFIG_: value}``; any other line fails the test."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _CONFIG_LINE.match(line)
+        assert m, f"not a Kconfig assignment: {line!r}"
+        out[m.group(1)] = m.group(2)
+    return out
 
 
 def cleanup() -> None:  # pragma: no cover - best effort

@@ -24,11 +24,12 @@ import re
 from pathlib import Path
 
 import pytest
+from _programs import config_lines
 
 from armgen import zephyr
 from armgen.boards import load_board
 from armgen.compile import compile_model
-from armgen.errors import BuildError, ProjectError, WorkspaceError
+from armgen.errors import ProjectError, WorkspaceError
 from armgen.paths import MODULES_DIR, workspace_dir
 from armgen.render import render_project, write_project
 from armgen.spec import make_spec, operator_lookup_scratch
@@ -72,19 +73,6 @@ def _text(files, path):
 
 
 # ---- Kconfig --------------------------------------------------------------------------------------
-_CONFIG_LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
-
-
-def _config_lines(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _CONFIG_LINE.match(line)
-        assert m, f"not a Kconfig assignment: {line!r}"
-        out[m.group(1)[len("CONFIG_"):]] = m.group(2)
-    return out
 
 
 def _kconfig_symbols(text: str) -> set[str]:
@@ -122,7 +110,7 @@ def test_config_symbols_are_declared(projects, board):
     spec, files = projects[board]
     own = _kconfig_symbols(_text(files, "Kconfig"))
     stem = zephyr.normalise_board_target(spec.board.zephyr.target(spec.zephyr_release))
-    used = _config_lines(_text(files, "prj.conf")) | _config_lines(_text(files, f"boards/{stem}.conf"))
+    used = config_lines(_text(files, "prj.conf")) | config_lines(_text(files, f"boards/{stem}.conf"))
     et = _et_zephyr_kconfig()
     et_syms = _kconfig_symbols(et.read_text()) if et else set()
     undeclared = [
@@ -144,7 +132,7 @@ def test_executorch_kconfig_half(projects):
         pytest.skip(f"no armgen workspace with ExecuTorch at {workspace_dir()}: ExecuTorch's zephyr/Kconfig not checked")
     syms = _kconfig_symbols(et.read_text())
     _, files = projects["alif_e8"]
-    used = _config_lines(_text(files, "prj.conf"))
+    used = config_lines(_text(files, "prj.conf"))
     assert {"EXECUTORCH", "EXECUTORCH_BUILD_PORTABLE_OPS"} <= syms
     assert used["EXECUTORCH"] == "y" and used["EXECUTORCH_BUILD_PORTABLE_OPS"] == "n"
 
@@ -278,14 +266,14 @@ def test_cortex_m_board_keeps_its_devicetree_and_caches(projects):
     spec, files = projects["nucleo_h743zi"]
     tree = parse_dts(_text(files, "boards/nucleo_h743zi.overlay"))
     assert tree["children"] == {}, "no NPU, no region change: the overlay only documents the plan"
-    conf = _config_lines(_text(files, "boards/nucleo_h743zi.conf"))
+    conf = config_lines(_text(files, "boards/nucleo_h743zi.conf"))
     assert conf == {"CACHE_MANAGEMENT": "y", "DCACHE": "y", "ICACHE": "y"}
     assert "ETHOS_U" not in _text(files, "prj.conf")
 
 
 def test_npu_board_conf_uses_the_board_prefix_and_dcache(projects):
     spec, files = projects["alif_e8"]
-    conf = _config_lines(_text(files, "boards/ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp.conf"))
+    conf = config_lines(_text(files, "boards/ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp.conf"))
     assert zephyr.zephyr_release(spec.zephyr_release).ethos_u_kconfig_prefix == "ETHOS_U"
     assert conf["ETHOS_U"] == "y" and conf["ETHOS_U55_256"] == "y"
     assert conf["ETHOS_U_DCACHE"] == "y" and conf["DCACHE"] == "y"

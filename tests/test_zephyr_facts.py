@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 
 import pytest
+from _programs import config_lines
 import yaml
 
 from armgen import zephyr
@@ -82,19 +83,6 @@ def _memory_regions(target: str) -> set[str]:
     return {v["memory_region"] for v in _labels(target).values() if v.get("memory_region")}
 
 
-_CONFIG_LINE = re.compile(r"^CONFIG_([A-Za-z0-9_]+)=(.*)$")
-
-
-def _config_lines(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _CONFIG_LINE.match(line)
-        assert m, f"not a Kconfig assignment: {line!r}"
-        out[m.group(1)] = m.group(2)
-    return out
 
 
 def _own_kconfig_symbols(text: str) -> set[str]:
@@ -329,7 +317,7 @@ def test_config_symbols_are_declared_in_zephyr_4_4(projects, board):
     spec, files, target = projects[board]
     stem = BOARDS[target]["stem"]
     own = _own_kconfig_symbols(_text(files, "Kconfig"))
-    used = {**_config_lines(_text(files, "prj.conf")), **_config_lines(_text(files, f"boards/{stem}.conf"))}
+    used = {**config_lines(_text(files, "prj.conf")), **config_lines(_text(files, f"boards/{stem}.conf"))}
     undeclared, bad_values = [], []
     for sym, value in sorted(used.items()):
         if sym in own:
@@ -402,7 +390,7 @@ def test_npu_node_and_kconfig_choice_match_the_devicetree(projects, board):
     assert adds_npu != rec["ethos_u"]["exists"], (
         f"{board}: DTS has an Ethos-U node: {rec['ethos_u']['exists']}, overlay adds one: {adds_npu}"
     )
-    conf = _config_lines(_text(files, f"boards/{rec['stem']}.conf"))
+    conf = config_lines(_text(files, f"boards/{rec['stem']}.conf"))
     assert conf.get("ETHOS_U") == "y"
     choice = f"ETHOS_U{board_npu_kind(spec)}"
     assert conf.get(choice) == "y" and KCONFIG[choice]["declared"], f"{board}: CONFIG_{choice}"
