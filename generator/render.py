@@ -351,10 +351,8 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
         "executorch_version": spec.executorch_version,
     }
     if spec.zephyr_release is not None:
-        from armgen.zephyr import board_target, zephyr_release
-
         top["zephyr_release"] = spec.zephyr_release
-        top["zephyr_target"] = board_target(spec.board, zephyr_release(spec.zephyr_release))
+        top["zephyr_target"] = spec.zephyr_target
     if standin is not None:
         top["standin"] = f"{STANDIN_DIR}/{standin.board.name}"
     lines = [
@@ -422,12 +420,11 @@ def _normalise(text: str) -> bytes:
 def _rename(rel: str, spec: ProjectSpec) -> str:
     if rel == "linker/firmware.ld":
         return f"linker/{spec.name}.ld"
-    if spec.rtos == "zephyr" and rel.startswith("boards/board.") and spec.board.zephyr is not None:
-        from armgen.zephyr import board_target, normalise_board_target, zephyr_release
+    if spec.rtos == "zephyr" and rel.startswith("boards/board.") and spec.zephyr_target is not None:
+        from armgen.zephyr import normalise_board_target
 
         # boards/<normalised target>.conf/.overlay
-        stem = normalise_board_target(board_target(spec.board, zephyr_release(spec.zephyr_release)))
-        return f"boards/{stem}{rel[len('boards/board'):]}"
+        return f"boards/{normalise_board_target(spec.zephyr_target)}{rel[len('boards/board'):]}"
     return rel
 
 

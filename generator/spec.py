@@ -199,7 +199,8 @@ class ProjectSpec:
         budgets: ``{"flash": bytes, "ram": bytes}`` from the board.
         armgen_version / executorch_version: for the record.
         zephyr_release: the Zephyr release a Zephyr project is written for (``"3.7"``, ``"4.4"``;
-            :mod:`armgen.zephyr`), None for bare metal.
+            :mod:`armgen.zephyr`), None for bare metal. zephyr_target: the board's target in that
+            release (``mps3/an547``), None for bare metal.
     """
 
     name: str
@@ -235,6 +236,7 @@ class ProjectSpec:
     armgen_version: str = ARMGEN_VERSION
     executorch_version: str = ""
     zephyr_release: str | None = None
+    zephyr_target: str | None = None
 
     @property
     def target(self) -> str:
@@ -700,6 +702,7 @@ def make_spec(
             )
         return placed, tuple(pools[n] for n in order if n in pools)
 
+    zephyr_target = None
     if rtos == "zephyr":
         # On Zephyr .data/.bss, the main stack and the kernel heap live in the region chosen as
         # zephyr,sram; armgen.zephyr picks that region (the NPU pools' region when delegated, else the
@@ -709,7 +712,8 @@ def make_spec(
 
         release = find_release(zephyr_release)
         zephyr_release = release.name
-        facts = dts_facts(board, board_target(board, release))
+        zephyr_target = board_target(board, release)
+        facts = dts_facts(board, zephyr_target)
         ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
         placed, pool_plan = plan(ram, ram)
         sram = zephyr_sram_region(board, facts, uses_npu, pool_plan)
@@ -781,6 +785,7 @@ def make_spec(
         cmsis_nn_optimization=cmsis_nn_optimization(board),
         executorch_version=executorch_version or report.executorch_version,
         zephyr_release=zephyr_release if rtos == "zephyr" else None,
+        zephyr_target=zephyr_target if rtos == "zephyr" else None,
     )
 
 

@@ -527,8 +527,7 @@ class Workspace:
     @property
     def zephyr_release(self) -> str | None:
         """The Zephyr release (``"3.7"``, ``"4.4"``) the workspace was made with; None without Zephyr."""
-        state = _read_state(self.root) or {}
-        return state.get("zephyr_release") if ZEPHYR_GROUP in state.get("groups", ()) else None
+        return _state_zephyr_release(_read_state(self.root))
 
     @property
     def mirror(self) -> str | None:
@@ -570,6 +569,12 @@ def _read_state(root: Path) -> dict | None:
         return json.loads((root / STATE_PATH).read_text())
     except (OSError, ValueError):
         return None
+
+
+def _state_zephyr_release(state: dict | None) -> str | None:
+    """The Zephyr release a workspace record says it has (None when its zephyr group is off)."""
+    state = state or {}
+    return state.get("zephyr_release") if ZEPHYR_GROUP in state.get("groups", ()) else None
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -676,8 +681,10 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
     if not is_west:
         problems.append("no .west/config (not made by `armgen workspace init`)")
     state = _read_state(root)
-    zrel = (state or {}).get("zephyr_release") if ZEPHYR_GROUP in (state or {}).get("groups", ()) else None
-    pins = manifest_pins(zrel)
+    from armgen.zephyr import default_release
+
+    # Without Zephyr, the default release's projects are listed as inactive.
+    pins = manifest_pins(_state_zephyr_release(state) or default_release())
     if state is None:
         problems.append(f"no {STATE_PATH.as_posix()} (init did not finish)")
         groups: tuple[str, ...] = ()
@@ -928,10 +935,10 @@ def init_workspace(
 
     # 1. resolve every revision before touching the disk
     resolved: dict[str, ResolvedRevision] = {}
-    urls: dict[str, str] = {}
+    fetch_urls: dict[str, str] = {}
     for pin in selected:
         url = url_overrides.get(pin.name) or project_url(pin, mirror)
-        urls[pin.name] = url
+        fetch_urls[pin.name] = url
         wanted = revisions.get(pin.name, pin.revision)
         say(f"resolving {pin.name} {wanted} at {url}")
         resolved[pin.name] = resolve_revision(pin.name, url, wanted)
@@ -943,7 +950,7 @@ def init_workspace(
         if same and set(rec) == {p.name for p in selected} and old_state.get("mirror") == mirror:
             status = workspace_status(root, with_sizes=False)
             if status.complete:
-                _write_records(root, manifest_path, mirror, groups, selected, stubbed, urls, resolved,
+                _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
                                zephyr_release if want_zephyr else None, url_overrides)
                 return InitResult(Workspace(root), {p.name: "up to date" for p in selected}, True)
 
@@ -965,11 +972,11 @@ def init_workspace(
             continue
         if current is not None:
             say(f"updating {pin.name} to {resolved[pin.name].requested} ({commit[:12]})")
-            _fetch_and_checkout(dest, urls[pin.name], commit, pin.sparse, pin.name)
+            _fetch_and_checkout(dest, fetch_urls[pin.name], commit, pin.sparse, pin.name)
             actions[pin.name] = "updated"
         else:
             say(f"fetching {pin.name} {resolved[pin.name].requested} ({commit[:12]}) into {pin.path}")
-            _clone_into(dest, urls[pin.name], commit, pin.sparse, pin.name)
+            _clone_into(dest, fetch_urls[pin.name], commit, pin.sparse, pin.name)
             actions[pin.name] = "cloned"
     for pin in stubbed:
         dest = root / pin.path
@@ -980,7 +987,7 @@ def init_workspace(
             actions[pin.name] = "stubbed"
 
     # 4. west's files and armgen's record, last: their presence means init finished
-    _write_records(root, manifest_path, mirror, groups, selected, stubbed, urls, resolved,
+    _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
                    zephyr_release if want_zephyr else None, url_overrides)
     return InitResult(Workspace(root), actions, False)
 

@@ -450,9 +450,12 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             Zephyr's Ethos-U driver (:func:`check_npu_placement`).
     """
     board: Board = spec.board
+    from armgen.spec import reads_input_file
+
     release = zephyr_release(spec.zephyr_release)
-    target = board_target(board, release)
+    target = spec.zephyr_target or board_target(board, release)
     facts = dts_facts(board, target)
+    on_qemu = reads_input_file(board, "zephyr")
     zt = board.zephyr
     assert zt is not None
     check_npu_placement(spec)
@@ -573,7 +576,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             "output uses printk (no allocation).",
             ["CONFIG_HEAP_MEM_POOL_SIZE=0"],
         ))
-    if _on_qemu(board):
+    if on_qemu:
         hz = board.cpu.clock_hz
         board_conf.append((
             f"QEMU's SysTick runs at the machine's clock, {hz} Hz (board file cpu.clock_hz; QEMU "
@@ -631,7 +634,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         "zephyr_release": release.tag,
         "zephyr_release_name": release.name,
         "ethos_u_kconfig_prefix": release.ethos_u_kconfig_prefix,
-        "on_qemu": _on_qemu(board),
+        "on_qemu": on_qemu,
         "zephyr_vendor_fork": zt.vendor_fork,
         "zephyr_vendor_target": zt.vendor_target,
         "zephyr_note": zt.note,
@@ -680,11 +683,6 @@ def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
         "projects": projects,
         "remotes": sorted(remotes.items()),
     }
-
-
-def _on_qemu(board: Board) -> bool:
-    """True for a board that is itself a QEMU machine (its image runs under ``armgen run``)."""
-    return board.emulator is not None and board.emulator.board == board.name and board.emulator.qemu_machine is not None
 
 
 def check_zephyr_workspace(workspace: Any, release: str = "") -> None:

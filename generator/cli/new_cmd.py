@@ -65,8 +65,9 @@ def new_cmd(
     if rtos == "zephyr":
         from armgen.zephyr import board_target, zephyr_release as find_release
 
-        zephyr_release = find_release(zephyr_release).name
-        board_target(board, find_release(zephyr_release))  # the board must be in that release
+        release = find_release(zephyr_release)
+        board_target(board, release)  # the board must be in that release: fail before compiling
+        zephyr_release = release.name
     elif zephyr_release is not None:
         raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
     dest = out_dir.expanduser().resolve() / name
