@@ -4,8 +4,8 @@ Accepted ``MODEL`` arguments of ``armgen compile``:
 
 ``kws`` | ``vww`` | ``ic`` | ``ad``
     A built-in sample (see ``samples/``). Trained weights are loaded from the MLPerf Tiny
-    reference ``.tflite`` in ``$ARMGEN_MLPERF_DIR`` (default ``../shared/models/mlperf_tiny`` beside the checkout)
-    when the file is there, else fixed-seed weights are used with a warning.
+    reference ``.tflite`` in ``$ARMGEN_MLPERF_DIR`` (or ``--weights``) when the file is there, else
+    fixed-seed weights are used with a warning.
 ``path/to/file.py``
     A Python file defining module-level ``model`` (an ``nn.Module``) and ``example_inputs`` (a
     tuple of tensors).
@@ -32,19 +32,19 @@ import torch
 from torch import nn
 
 from armgen.errors import ModelError
-from armgen.paths import REPO_ROOT, SAMPLES_DIR
+from armgen.paths import SAMPLES_DIR
 
 #: Default folder of the trained MLPerf Tiny reference models: ``shared/models/mlperf_tiny``
 #: beside the armgen checkout (where this project's data files live; CI lays a copy there too).
-DEFAULT_MLPERF_DIR = REPO_ROOT.parent / "shared" / "models" / "mlperf_tiny"
 
 _SAMPLES_PACKAGE = "armgen_samples"
 
 
-def mlperf_dir() -> Path:
-    """Return ``$ARMGEN_MLPERF_DIR`` or :data:`DEFAULT_MLPERF_DIR`."""
+def mlperf_dir() -> Path | None:
+    """Return ``$ARMGEN_MLPERF_DIR`` (the folder of the MLPerf Tiny reference ``.tflite`` files), or
+    None when it is not set: armgen does not look for weights relative to where it is installed."""
     env = os.environ.get("ARMGEN_MLPERF_DIR")
-    return Path(env).expanduser() if env else DEFAULT_MLPERF_DIR
+    return Path(env).expanduser() if env else None
 
 
 @dataclass
@@ -130,8 +130,9 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
         example_inputs=None,
         class_labels=tuple(mod.CLASS_LABELS),
     )
-    if weights is None and use_default_weights:
-        default = mlperf_dir() / mod.WEIGHTS_FILE
+    folder = mlperf_dir()
+    if weights is None and use_default_weights and folder is not None:
+        default = folder / mod.WEIGHTS_FILE
         if default.is_file():
             weights = default
             src.notes.append(f"using trained weights {default} (MLPerf Tiny reference)")
@@ -142,8 +143,9 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
         load_tflite_weights(model, wpath)
         src.weights = wpath
     else:
+        where = f"expected {folder / mod.WEIGHTS_FILE}" if folder else "ARMGEN_MLPERF_DIR is not set"
         src.warnings.append(
-            f"no trained weights for '{name}' (expected {mlperf_dir() / mod.WEIGHTS_FILE}); "
+            f"no trained weights for '{name}' ({where}; or pass --weights FILE.tflite); "
             "fixed-seed weights are used, outputs are meaningless"
         )
     src.representative = list(mod.representative_inputs())
