@@ -101,6 +101,7 @@ def zapp(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("zephyr")
 
 
+@pytest.mark.workspace
 @needs_zephyr
 def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     project = _new(zapp, "kws")
@@ -119,6 +120,7 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     assert report["instructions"] < 2_000_000  # bare metal: 1,809,219 (benchmarks/results.json)
 
 
+@pytest.mark.workspace
 @needs_zephyr
 def test_ad_rebuilds_incrementally_and_runs_bit_exact(zapp):
     if not (zapp / "zapp" / "build" / "zephyr" / "zephyr.elf").is_file():
@@ -129,6 +131,7 @@ def test_ad_rebuilds_incrementally_and_runs_bit_exact(zapp):
     _run_checked(project)
 
 
+@pytest.mark.workspace
 @needs_zephyr
 def test_two_input_user_model_runs_bit_exact(zapp):
     if not (zapp / "zapp" / "build" / "zephyr" / "zephyr.elf").is_file():
@@ -138,6 +141,7 @@ def test_two_input_user_model_runs_bit_exact(zapp):
     assert len(report["outputs"]) == 1
 
 
+@pytest.mark.workspace
 @needs_zephyr
 def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
     """STM32F4 Discovery: configure, compile and link on 3.7 with hal_stm32 at 3.7.1's pin (no QEMU run:
@@ -194,6 +198,7 @@ def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):
     assert (proj / "armgen.toml").read_text() == record
 
 
+@pytest.mark.workspace
 @needs_zephyr
 def test_west_failure_is_one_line(tmp_path):
     """A project whose board target west does not know: exit 2, west's reason in one line."""

@@ -35,6 +35,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
@@ -266,7 +267,8 @@ SCHEMA_FILE = "schema.json"
 
 _CODE_USES = frozenset({"code", "rodata", "model"})
 _RAM_USES = frozenset({"data", "pools", "stack"})
-_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+_SIZE_UNITS = {"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "kb": 1000, "mb": 1000**2}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _BOARD_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 #: GCC 12.2 (Debian arm-none-eabi) values armgen accepts; M85 is compiled as cortex-m55.
 _GCC_MCPU = frozenset(
@@ -370,7 +372,7 @@ def board_to_dict(board: Board) -> dict[str, Any]:
         return value
 
     out = conv(board)
-    for region, r in zip(out["regions"], board.regions):
+    for region, r in zip(out["regions"], board.regions, strict=False):
         region["usable"] = r.usable
         region["volatile"] = r.volatile
     return out
@@ -394,7 +396,9 @@ def _read_yaml(path: Path) -> Any:
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise BoardError(f"board file not found: {path}", hint="give a built-in board name or an existing .yaml path") from None
+        raise BoardError(
+            f"board file not found: {path}", hint="give a built-in board name or an existing .yaml path"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BoardError(f"cannot read board file {path}: {exc}") from None
     try:
@@ -411,7 +415,8 @@ def _load_file(path: Path) -> Board:
     data = _read_yaml(path)
     if not _BOARD_NAME_RE.match(name):
         raise BoardError(
-            f"{path}: board name '{name}' (the file name) must start with a letter and hold only letters, digits, '_' or '-'"
+            f"{path}: board name '{name}' (the file name) must start with a letter and hold only letters, "
+            "digits, '_' or '-'"
         )
     return board_from_data(data, name=name, source=str(path), base_dir=path.parent.resolve())
 
@@ -442,10 +447,8 @@ def _field_path(error: Any, data: Any) -> str:
             parts.append(label)
         else:
             parts.append(("." if parts else "") + str(key))
-            try:
+            with contextlib.suppress(KeyError, TypeError):
                 node = node[key]
-            except (KeyError, TypeError):
-                pass
     return "".join(parts)
 
 
@@ -506,23 +509,30 @@ def _check_schema(data: Any, source: str) -> None:
 
 
 def parse_size(value: int | str) -> int:
-    """Return bytes for an int or a string like ``"512 KiB"`` / ``"5.5 MiB"`` / ``"64 B"``.
+    """Return bytes for an int or a string such as ``"512 KiB"``, ``"5.5 MiB"``, ``"64 KB"``, ``"100"``:
+    armgen's one size grammar (board files, budgets). Units, case-insensitive: ``B``, ``KiB`` (1024),
+    ``MiB``, ``GiB``, ``KB`` (1000), ``MB``; decimals only where the result is a whole number of bytes.
 
     Raises:
-        ValueError: when the string is malformed or not a whole number of bytes.
+        ValueError: a boolean, a negative size, an unknown unit or a fraction of a byte; the message
+            says which ("negative ...", "not a size: ...", "not a whole number of bytes: ...").
     """
     if isinstance(value, bool):
         raise ValueError(f"not a size: {value!r}")
     if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"negative ({value})")
         return value
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB)\s*", str(value))
-    if not m:
-        raise ValueError(f"not a size: {value!r}")
-    from fractions import Fraction
-
-    n = Fraction(m.group(1)) * _SIZE_UNITS[m.group(2)]
+    text = str(value)
+    if text.strip().startswith("-"):
+        raise ValueError(f"negative ({value!r})")
+    m = _SIZE_RE.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _SIZE_UNITS:
+        raise ValueError(f"not a size: {value!r} (use bytes, B, KiB, MiB, GiB, KB or MB)")
+    n = Fraction(m.group(1)) * _SIZE_UNITS[unit]
     if n.denominator != 1:
-        raise ValueError(f"{value!r} is not a whole number of bytes")
+        raise ValueError(f"not a whole number of bytes: {value!r}")
     return int(n)
 
 
@@ -612,12 +622,15 @@ def _check_cpu(cpu: Cpu, source: str) -> None:
     if cpu.et_target != cpu.core:
         raise BoardError(f"{source}: cpu.et_target '{cpu.et_target}' does not match cpu.core '{cpu.core}'")
     if cpu.gcc_mcpu not in _GCC_MCPU:
-        hint = "Debian's GCC 12.2 has no -mcpu=cortex-m85: compile M85 as cortex-m55" if cpu.gcc_mcpu == "cortex-m85" else None
+        m85 = cpu.gcc_mcpu == "cortex-m85"
+        hint = "Debian's GCC 12.2 has no -mcpu=cortex-m85: compile M85 as cortex-m55" if m85 else None
         raise BoardError(
             f"{source}: cpu.gcc_mcpu '{cpu.gcc_mcpu}' is not one of: {', '.join(sorted(_GCC_MCPU))}", hint=hint
         )
     if cpu.gcc_mfpu is not None and cpu.gcc_mfpu not in _GCC_MFPU:
-        raise BoardError(f"{source}: cpu.gcc_mfpu '{cpu.gcc_mfpu}' is not one of: {', '.join(sorted(_GCC_MFPU))} (or null)")
+        raise BoardError(
+            f"{source}: cpu.gcc_mfpu '{cpu.gcc_mfpu}' is not one of: {', '.join(sorted(_GCC_MFPU))} (or null)"
+        )
     if cpu.fpu == "none" and cpu.gcc_float_abi == "hard":
         raise BoardError(f"{source}: cpu.gcc_float_abi is 'hard' but cpu.fpu is 'none'")
     if cpu.mve != "none" and cpu.core not in ("cortex-m55", "cortex-m85"):
@@ -707,7 +720,7 @@ def _check_regions(regions: tuple[MemoryRegion, ...], npu: Npu | None, source: s
             raise BoardError(f"{source}: {label}: {r.base:#x} + {r.size:#x} runs past the 4 GiB address space")
         if r.npu_address is not None and npu is None:
             raise BoardError(f"{source}: {label}: npu_address is set but the board has no npu")
-    for a, b in zip(regions, regions[1:]):
+    for a, b in zip(regions, regions[1:], strict=False):
         if b.base < a.base + a.size:
             raise BoardError(
                 f"{source}: regions {a.name} [{a.base:#010x}, {a.base + a.size:#010x}) and "
@@ -725,7 +738,9 @@ def _check_baremetal(bm: Baremetal, regions: tuple[MemoryRegion, ...], source: s
     if bm.console == "uart" and (bm.uart_base is None or bm.uart_kind is None):
         raise BoardError(f"{source}: baremetal.console is 'uart' but uart_kind/uart_base are not both set")
     if not any("code" in r.uses and r.base <= bm.vector_table < r.base + r.size for r in regions):
-        raise BoardError(f"{source}: baremetal.vector_table {bm.vector_table:#x} is not inside a region that holds code")
+        raise BoardError(
+            f"{source}: baremetal.vector_table {bm.vector_table:#x} is not inside a region that holds code"
+        )
 
 
 def default_budgets(regions: tuple[MemoryRegion, ...]) -> Budgets:
@@ -760,7 +775,8 @@ def _emulator(raw: dict[str, Any] | None, name: str, cpu: Cpu, source: str) -> E
     if "qemu_machine" in raw or "qemu_cpu" in raw:
         if "board" in raw and raw["board"] != name:
             raise BoardError(
-                f"{source}: emulator: give either 'board' (a QEMU stand-in) or 'qemu_machine'/'qemu_cpu' (this board is a QEMU machine), not both"
+                f"{source}: emulator: give either 'board' (a QEMU stand-in) or 'qemu_machine'/'qemu_cpu' "
+                "(this board is a QEMU machine), not both"
             )
         for key in ("qemu_machine", "qemu_cpu"):
             if key not in raw:

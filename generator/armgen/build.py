@@ -23,9 +23,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
 from armgen.paths import workspace_dir
@@ -211,23 +212,23 @@ def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, .
         pte_id, pte_version = str(data["file_identifier"]), str(data.get("executorch_version", ""))
     except (OSError, ValueError, KeyError):
         return (f"cannot read {report_path}; the program's file identifier was not checked",)
-    fbs = ws / "modules" / "lib" / "executorch" / "schema" / "program.fbs"
-    version_txt = ws / "modules" / "lib" / "executorch" / "version.txt"
+    from armgen.workspace import Workspace
+
+    workspace = Workspace(ws)
     try:
-        m = re.search(r'^\s*file_identifier\s+"([^"]{4})"\s*;', fbs.read_text(), re.MULTILINE)
-    except OSError:
-        m = None
-    if m is None:
-        return (f"{fbs} declares no file_identifier; the program's was not checked",)
-    if m.group(1) != pte_id:
+        runtime_id = workspace.program_file_identifier()
+    except WorkspaceError:
+        return (f"{workspace.executorch_dir / 'schema' / 'program.fbs'} declares no file_identifier; "
+                "the program's was not checked",)
+    if runtime_id != pte_id:
         raise WorkspaceError(
-            f"the program's file identifier is {pte_id} but the workspace's ExecuTorch runtime reads {m.group(1)}",
+            f"the program's file identifier is {pte_id} but the workspace's ExecuTorch runtime reads {runtime_id}",
             hint="make a workspace whose ExecuTorch matches the pip executorch the program was compiled with "
             "(armgen workspace init --revision executorch=...)",
         )
     try:
-        ws_version = version_txt.read_text().strip()
-    except OSError:
+        ws_version = workspace.executorch_version()
+    except WorkspaceError:
         ws_version = ""
     if pte_version and ws_version and pte_version != ws_version:
         return (
@@ -523,7 +524,7 @@ def build_for_board(
         pte_path=pte,
         report_path=report_path,
         rtos="baremetal",
-        backend=report.backend,  # type: ignore[arg-type]
+        backend=report.backend,
         model_source=str(model.get("source", "")),
         allow_cpu_mismatch=True,
     )

@@ -381,14 +381,19 @@ def compile_model(
         )
     else:
         calib = [src.example_inputs]
-        warns.append("no --calibration data: calibrating with the example inputs only; int8 accuracy depends on representative data")
+        warns.append(
+            "no --calibration data: calibrating with the example inputs only; int8 accuracy depends on "
+            "representative data"
+        )
     for sample in calib:
         run_forward(model, sample, f"{where} (calibration sample)")
 
     ref_inputs = tuple(t.detach().clone() for t in src.representative[0]) if src.representative else src.example_inputs
 
     with _quiet():
-        qmodel, qep = _quantize(model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file)
+        qmodel, qep = _quantize(
+            model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file
+        )
     vela_text = io.StringIO()
     spec = None
     try:
@@ -443,7 +448,7 @@ def compile_model(
 
     arrays: dict[str, np.ndarray] = {}
     prog_inputs = []  # what the firmware gets: program dtype, logical shape, strides in dim order
-    for i, (t, info) in enumerate(zip(ref_inputs, report.inputs)):
+    for i, (t, info) in enumerate(zip(ref_inputs, report.inputs, strict=False)):
         x = t.detach().contiguous().numpy().astype(np.float32)
         q = in_q[i] if i < len(in_q) else None
         arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
@@ -465,7 +470,7 @@ def compile_model(
             ref_out = qmodel(*ref_inputs)
     ref_outs = ref_out if isinstance(ref_out, (tuple, list)) else (ref_out,)
     arrays["reference_kind"] = np.array(kind)
-    for i, (t, info) in enumerate(zip(ref_outs, report.outputs)):
+    for i, (t, info) in enumerate(zip(ref_outs, report.outputs, strict=False)):
         y = t.detach().contiguous().numpy()
         q = out_q[i] if i < len(out_q) else None
         if q is not None and info.dtype == "int8":
@@ -565,7 +570,7 @@ def _quantize(
     if backend == "cortex-m":
         from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
 
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # torch's stubs lack it
         example = tuple(_channels_last(t) for t in example)
         calib = [tuple(_channels_last(t) for t in s) for s in calib]
         quantizer = CortexMQuantizer()

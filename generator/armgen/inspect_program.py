@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from armgen.errors import ProgramError
 from armgen.program_report import (

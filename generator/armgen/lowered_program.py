@@ -43,8 +43,8 @@ def register_cortex_m_ops() -> None:
     operators module imports the passes, which look up ``edge.cortex_m`` ops, so importing the
     operators module first fails half-way (executorch 1.5.1).
     """
-    import executorch.backends.cortex_m.passes  # noqa: F401 - see above: before the operators
     import executorch.backends.cortex_m.ops.operators  # noqa: F401
+    import executorch.backends.cortex_m.passes  # noqa: F401 - see above: before the operators
     import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - quantized_decomposed ops
 
 

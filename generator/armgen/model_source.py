@@ -187,6 +187,7 @@ def load_python_model(spec: str) -> ModelSource:
         raise ModelError(f"{path}: model file not found")
     module = _import_file(path)
     where = f"{path}" + (f":{attr}" if attr else "")
+    model: Any  # what the user's file defines; checked to be an nn.Module below
     if attr:
         if not hasattr(module, attr):
             raise ModelError(f"{path} does not define '{attr}'")
@@ -320,7 +321,9 @@ def load_calibration(path: Path | str, example_inputs: tuple[torch.Tensor, ...])
             for item in obj:
                 if isinstance(item, (list, tuple)):
                     if len(item) != len(shapes):
-                        raise ModelError(f"{path}: a calibration sample has {len(item)} tensors, the model takes {len(shapes)}")
+                        raise ModelError(
+                            f"{path}: a calibration sample has {len(item)} tensors, the model takes {len(shapes)}"
+                        )
                     out.append(tuple(split(torch.as_tensor(t), k)[0] for k, t in enumerate(item)))
                 else:
                     out.extend(from_obj(item))
@@ -336,7 +339,7 @@ def load_calibration(path: Path | str, example_inputs: tuple[torch.Tensor, ...])
                     keys = sorted(z.files)
                     if all(k.startswith("input_") for k in keys) and len(keys) == len(shapes):
                         per_input = [split(torch.from_numpy(z[f"input_{k}"]), k) for k in range(len(shapes))]
-                        return list(zip(*per_input))
+                        return list(zip(*per_input, strict=False))
                     out: list[tuple[torch.Tensor, ...]] = []
                     for k in keys:
                         out.extend(from_obj(z[k]))

@@ -178,7 +178,7 @@ class ProgramReport:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ProgramReport":
+    def from_dict(cls, data: dict[str, Any]) -> ProgramReport:
         """Build a report from :meth:`to_dict` output.
 
         Raises:
@@ -225,7 +225,7 @@ class ProgramReport:
         )
 
     @classmethod
-    def load(cls, path: Path) -> "ProgramReport":
+    def load(cls, path: Path) -> ProgramReport:
         """Read ``<name>.report.json``.
 
         Raises:

@@ -30,34 +30,9 @@ from typing import Any
 import jinja2
 
 from armgen.errors import ProjectError
+from armgen.et_errors import ERROR_CODES
 from armgen.paths import TEMPLATES_DIR
 from armgen.spec import ProjectSpec, reads_input_file, validate_name
-
-#: ExecuTorch's runtime Error enum (runtime/core/error.h) plus armgen's own checks (0x100 up).
-ERROR_CODES: tuple[tuple[int, str], ...] = (
-    (0x00, "Ok"),
-    (0x01, "Internal"),
-    (0x02, "InvalidState"),
-    (0x03, "EndOfMethod"),
-    (0x04, "AlreadyLoaded"),
-    (0x10, "NotSupported"),
-    (0x11, "NotImplemented"),
-    (0x12, "InvalidArgument"),
-    (0x13, "InvalidType"),
-    (0x14, "OperatorMissing"),
-    (0x15, "RegistrationExceedingMaxKernels"),
-    (0x16, "RegistrationAlreadyRegistered"),
-    (0x20, "NotFound"),
-    (0x21, "MemoryAllocationFailed"),
-    (0x22, "AccessFailed"),
-    (0x23, "InvalidProgram"),
-    (0x24, "InvalidExternalData"),
-    (0x25, "OutOfResources"),
-    (0x30, "DelegateInvalidCompatibility"),
-    (0x31, "DelegateMemoryAllocationFailed"),
-    (0x32, "DelegateInvalidHandle"),
-    (0x100, "PlannedPoolMismatch"),
-)
 
 #: Values per line in generated C arrays.
 _PER_LINE = 12
@@ -317,7 +292,7 @@ def selected_operators_yaml(spec: ProjectSpec) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "selected_operators.yaml"
         with contextlib.redirect_stdout(io.StringIO()):
-            gen_oplist(output_path=str(out), root_ops=",".join(ops) if ops else None)  # type: ignore[arg-type]
+            gen_oplist(output_path=str(out), root_ops=",".join(ops) if ops else None)
         body = out.read_text()
     return (header + body).encode()
 

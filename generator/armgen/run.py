@@ -38,20 +38,23 @@ and the exit status through semihosting ``SYS_EXIT``/``SYS_EXIT_EXTENDED``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
 from armgen.boards import Emulator
 from armgen.errors import RunError, ToolchainError
+from armgen.et_errors import ET_ERRORS
 from armgen.program_report import ProgramReport, TensorInfo
 
 QEMU = "qemu-system-arm"
@@ -81,30 +84,6 @@ ICOUNT_NOTE = (
 #: File name the firmware reads its input from, in QEMU's working directory (semihosting).
 INPUT_FILE = "input.bin"
 
-#: ExecuTorch ``runtime/core/error.h`` (``enum class Error``): code -> name.
-ET_ERRORS: dict[int, str] = {
-    0x00: "Ok",
-    0x01: "Internal",
-    0x02: "InvalidState",
-    0x03: "EndOfMethod",
-    0x04: "AlreadyLoaded",
-    0x10: "NotSupported",
-    0x11: "NotImplemented",
-    0x12: "InvalidArgument",
-    0x13: "InvalidType",
-    0x14: "OperatorMissing",
-    0x15: "RegistrationExceedingMaxKernels",
-    0x16: "RegistrationAlreadyRegistered",
-    0x20: "NotFound",
-    0x21: "MemoryAllocationFailed",
-    0x22: "AccessFailed",
-    0x23: "InvalidProgram",
-    0x24: "InvalidExternalData",
-    0x25: "OutOfResources",
-    0x30: "DelegateInvalidCompatibility",
-    0x31: "DelegateMemoryAllocationFailed",
-    0x32: "DelegateInvalidHandle",
-}
 
 _ET_HINTS: dict[str, str] = {
     "OperatorMissing": "the firmware lacks a kernel the program calls: regenerate the project from "
@@ -185,7 +164,8 @@ def qemu_command(elf: Path, emulator: Emulator, icount_shift: int = ICOUNT_SHIFT
 
     Semihosting is on (target=native: SYS_WRITE0/SYS_OPEN/SYS_EXIT reach the host); its console and
     the first serial port share one stdio chardev, so both reach stdout (QEMU 7.2 otherwise writes
-    the semihosting console to stderr) and stderr keeps QEMU's own diagnostics; no display or monitor, and ``-icount shift=<icount_shift>`` makes virtual
+    the semihosting console to stderr) and stderr keeps QEMU's own diagnostics; no display or monitor,
+    and ``-icount shift=<icount_shift>`` makes virtual
     time advance by ``2**shift`` ns per instruction so timer reads repeat exactly.
     """
     return [
@@ -664,6 +644,7 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
             import torch
 
             obj = torch.load(path, map_location="cpu", weights_only=True)
+            items: list[Any]
             if isinstance(obj, torch.Tensor):
                 items = [obj]
             elif isinstance(obj, (list, tuple)):
@@ -674,7 +655,9 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
                     raise RunError(f"{path}: a dict input needs keys input_0..input_{len(infos) - 1}")
             else:
                 raise RunError(f"{path}: holds a {type(obj).__name__}, expected a tensor or a tuple of tensors")
-            arrays = [np.asarray(t.detach().cpu().numpy()) if isinstance(t, torch.Tensor) else np.asarray(t) for t in items]
+            arrays = [
+                np.asarray(t.detach().cpu().numpy()) if isinstance(t, torch.Tensor) else np.asarray(t) for t in items
+            ]
         else:
             raise RunError(f"{path}: unknown input format {suffix or '(none)'}", hint="give a .npy, .npz or .pt file")
     except RunError:
@@ -684,7 +667,7 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
     if len(arrays) != len(infos):
         raise RunError(f"{path} holds {len(arrays)} inputs, the program takes {len(infos)}")
     out = []
-    for arr, info in zip(arrays, infos):
+    for arr, info in zip(arrays, infos, strict=False):
         if arr.ndim == len(info.shape) - 1 and info.shape and info.shape[0] == 1:
             arr = arr[None, ...]
         out.append(arr)
@@ -761,7 +744,9 @@ def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
         with np.load(path) as npz:
             inputs = tuple(_logical(np.asarray(npz[f"input_{t.index}"]), t) for t in report.inputs)
             outputs = tuple(_logical(np.asarray(npz[f"output_{t.index}"]), t) for t in report.outputs)
-            kind = str(np.asarray(npz["reference_kind"]).reshape(-1)[0]) if "reference_kind" in npz else "quantized_model"
+            kind = (
+                str(np.asarray(npz["reference_kind"]).reshape(-1)[0]) if "reference_kind" in npz else "quantized_model"
+            )
     except (OSError, KeyError, ValueError) as exc:
         raise RunError(f"cannot read the reference {path}: {exc}") from None
     return Reference(inputs, outputs, str(path), kind)
@@ -851,10 +836,8 @@ def _load_quantized_program(path: Path) -> Any:
     """``torch.export.load`` of the quantized ``.pt2``, registering the ops it needs first."""
     import torch
 
-    try:  # quantized_decomposed ops must be registered before deserializing
+    with contextlib.suppress(Exception):  # quantized_decomposed ops must be registered before deserializing
         import torch.ao.quantization.fx._decomposed  # noqa: F401
-    except Exception:  # noqa: BLE001
-        pass
     try:
         return torch.export.load(str(path))
     except Exception:  # noqa: BLE001 - register torchao's and cortex_m's ops, then retry
@@ -1238,8 +1221,10 @@ def run_firmware(
                 )
             if log.input_source == "embedded":
                 source = "firmware's embedded sample input (the reference's input)"
-        elif any(not np.array_equal(a, b) for a, b in zip(first[1], outs)):
-            findings.append(Finding("error", "outputs", f"outputs of run {n + 1} differ from run 1 with the same input"))
+        elif any(not np.array_equal(a, b) for a, b in zip(first[1], outs, strict=False)):
+            findings.append(
+                Finding("error", "outputs", f"outputs of run {n + 1} differ from run 1 with the same input")
+            )
     assert first is not None
     log, outs = first
 
@@ -1264,7 +1249,7 @@ def run_firmware(
                         "the firmware does not read input.bin (it printed `ARMGEN input embedded`): "
                         "outputs were not checked against a second input")
             )  # fmt: skip
-        elif all(np.array_equal(a, b) for a, b in zip(outs, alt_outs)):
+        elif all(np.array_equal(a, b) for a, b in zip(outs, alt_outs, strict=False)):
             findings.append(
                 Finding("error", "outputs",
                         "outputs are identical for two different inputs: degenerate model, or the "

@@ -36,10 +36,12 @@ from __future__ import annotations
 import bisect
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
+from armgen.boards import parse_size as parse_board_size
 from armgen.errors import SizeError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -1042,13 +1044,12 @@ def size_elf(
 
     pool_syms = [s for s in elf.symbols if s.name.startswith("armgen_pool_") and s.type == "STT_OBJECT"]
     pool_sections: set[str] = set()
-    for s in pool_syms:
+    for sym in pool_syms:
         for sec in elf.sections:
-            if sec.vma <= s.address < sec.vma + sec.size:
-                if all(
-                    p.address >= sec.vma and p.address + p.size <= sec.vma + sec.size for p in pool_syms
-                ) and sec.name not in (".bss", ".data", ".noinit", "bss", "datas", "noinit"):  # Zephyr: no dot
-                    pool_sections.add(sec.name)
+            if sec.vma <= sym.address < sec.vma + sec.size and all(
+                p.address >= sec.vma and p.address + p.size <= sec.vma + sec.size for p in pool_syms
+            ) and sec.name not in (".bss", ".data", ".noinit", "bss", "datas", "noinit"):  # Zephyr: no dot
+                pool_sections.add(sec.name)
 
     regions: tuple[MemoryRegion, ...] = tuple(sorted(board.regions, key=lambda r: r.base)) if board else ()
     has_nv = any(not r.volatile for r in regions)
@@ -1277,37 +1278,19 @@ def _placement_problem(
 # Budgets
 # --------------------------------------------------------------------------------------------------
 
-_UNITS = {"": 1, "b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "kb": 1000, "mb": 1000**2}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-
-
 def parse_size(value: object, key: str, source: str) -> int:
-    """Parse a budget size: an int (bytes) or a string ``"<number> <unit>"``.
-
-    Units: ``B``, ``KiB`` (1024), ``MiB`` (1024**2), ``GiB``, ``KB`` (1000), ``MB`` (1000**2), case-insensitive;
-    the number may have decimals when the result is a whole number of bytes (``"1.5 KiB"``).
+    """Parse a budget size, an int (bytes) or a string ``"<number> <unit>"``, with armgen's one size
+    grammar (:func:`armgen.boards.parse_size`: ``B``, ``KiB``, ``MiB``, ``GiB``, ``KB``, ``MB``).
 
     Raises:
         SizeError: negative, fractional, boolean or unparseable values, naming ``key`` and ``source``.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise SizeError(f"{source}: budget '{key}' must be bytes (int) or a string like \"512 KiB\", not {value!r}")
-    if isinstance(value, int):
-        if value < 0:
-            raise SizeError(f"{source}: budget '{key}' is negative ({value})")
-        return value
-    if value.strip().startswith("-"):
-        raise SizeError(f"{source}: budget '{key}' is negative ({value!r})")
-    m = _SIZE_RE.match(value)
-    unit = m.group(2).lower() if m else ""
-    if not m or unit not in _UNITS:
-        raise SizeError(f"{source}: budget '{key}' = {value!r} is not a size (use bytes, B, KiB, MiB, GiB, KB or MB)")
-    from fractions import Fraction
-
-    n = Fraction(m.group(1)) * _UNITS[unit]
-    if n.denominator != 1:
-        raise SizeError(f"{source}: budget '{key}' = {value!r} is not a whole number of bytes")
-    return int(n)
+    try:
+        return parse_board_size(value)
+    except ValueError as exc:
+        raise SizeError(f"{source}: budget '{key}' is {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -1407,7 +1390,9 @@ def parse_budget_table(
             region = board.region(name)
         except KeyError:
             known = ", ".join(r.name for r in board.regions)
-            raise SizeError(f"{source}: unknown key '{key}': board {board.name} has no region {name} (regions: {known})") from None
+            raise SizeError(
+                f"{source}: unknown key '{key}': board {board.name} has no region {name} (regions: {known})"
+            ) from None
         n = parse_size(value, key, source)
         if n > region.usable:
             raise SizeError(

@@ -52,7 +52,8 @@ against the firmware's own report (``ARMGEN pool method ... used=``) on QEMU mps
 is exact, so the pool exceeds the use by the rounding only (< 16 B): the four samples compiled for
 cortex-m55 (2026-11-30) used 11,636 / 31,484 / 12,876 / 5,000 B (kws / vww / ic / ad) with the
 operator-lookup scratch in the temp pool and 14,302 / 38,182 / 16,154 / 6,678 B without it, each
-equal to the replay; kws for cortex-m4 on mps2-an386 used 11,580 B. Without a readable ``.pte`` a coarser bound from ``report.stats`` alone is used
+equal to the replay; kws for cortex-m4 on mps2-an386 used 11,580 B. Without a readable ``.pte`` a
+coarser bound from ``report.stats`` alone is used
 (:func:`method_allocator_bound_from_stats`: every non-tensor value counted as an int-list item).
 """
 
@@ -98,9 +99,12 @@ TENSOR_DIMENSION_LIMIT = 16
 
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _C_KEYWORDS = frozenset(
-    "auto break case char const continue default do double else enum extern float for goto if inline int "
-    "long register restrict return short signed sizeof static struct switch typedef union unsigned void "
-    "volatile while class namespace new delete template this main".split()
+    [
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
+        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
+        "volatile", "while", "class", "namespace", "new", "delete", "template", "this", "main",
+    ]
 )
 
 _CTYPES = {
@@ -434,7 +438,12 @@ def operator_lookup_scratch(pte: bytes) -> int:
     """
     plan = _execution_plan(pte)
     most = max(
-        (len(i.instr_args.args) for c in plan.chains for i in c.instructions if type(i.instr_args).__name__ == "KernelCall"),
+        (
+            len(i.instr_args.args)
+            for c in plan.chains
+            for i in c.instructions
+            if type(i.instr_args).__name__ == "KernelCall"
+        ),
         default=0,
     )
     return _round_up((TENSOR_META_BYTES + TENSOR_DIMENSION_LIMIT) * most, POOL_ALIGNMENT)
@@ -546,24 +555,37 @@ def default_backend(board: Board) -> Backend:
     return "ethos-u" if board.npu is not None else "cortex-m"
 
 
-def resolve_options(name: str, board: Board, backend: str | None, rtos: str | None) -> tuple[str, str]:
+def resolve_options(name: str, board: Board, backend: str | None, rtos: str | None) -> tuple[Backend, Rtos]:
     """Check NAME and fill in the board's default backend and RTOS: the cheap checks of ``new``.
 
     Returns:
         ``(backend, rtos)``, e.g. ``("ethos-u", "zephyr")`` for alif_e8 with no options.
 
     Raises:
-        ProjectError: NAME is not a C/CMake identifier; Ethos-U asked for a board without NPU.
+        ProjectError: NAME is not a C/CMake identifier; an unknown backend or RTOS; Ethos-U asked for
+            a board without NPU.
     """
     validate_name(name)
-    backend = backend or default_backend(board)
-    rtos = rtos or default_rtos(board)
-    if backend == "ethos-u" and board.npu is None:
+    chosen_backend: Backend
+    chosen_rtos: Rtos
+    if backend is None:
+        chosen_backend = default_backend(board)
+    elif backend in ("cortex-m", "ethos-u"):
+        chosen_backend = backend  # type: ignore[assignment]  # narrowed by the check
+    else:
+        raise ProjectError(f"unknown backend '{backend}' (cortex-m or ethos-u)")
+    if rtos is None:
+        chosen_rtos = default_rtos(board)
+    elif rtos in ("baremetal", "zephyr"):
+        chosen_rtos = rtos  # type: ignore[assignment]  # narrowed by the check
+    else:
+        raise ProjectError(f"unknown RTOS '{rtos}' (baremetal or zephyr)")
+    if chosen_backend == "ethos-u" and board.npu is None:
         raise ProjectError(
             f"board '{board.name}' has no Ethos-U NPU, so backend 'ethos-u' cannot be used",
             hint="use --backend cortex-m (CMSIS-NN kernels on the CPU)",
         )
-    return backend, rtos
+    return chosen_backend, chosen_rtos
 
 
 def make_spec(
@@ -600,8 +622,8 @@ def make_spec(
     Raises:
         ProjectError: bad name; Ethos-U asked for a board without NPU; the report's backend differs
             from the one asked for; an Ethos-U program compiled for another NPU configuration than
-            the board's ``npu.vela_accelerator`` (e.g. ethos-u55-256 for an ethos-u85-256); the model or a pool fits no region (message names the region
-            and the shortfall in bytes).
+            the board's ``npu.vela_accelerator`` (e.g. ethos-u55-256 for an ethos-u85-256); the model or
+            a pool fits no region (message names the region and the shortfall in bytes).
     """
     backend, rtos = resolve_options(name, board, backend, rtos)
     check_stack_size(stack_size)
@@ -708,7 +730,8 @@ def make_spec(
         # zephyr,sram; armgen.zephyr picks that region (the NPU pools' region when delegated, else the
         # board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
         # and the overlay all read the same region from the spec.
-        from armgen.zephyr import board_target, dts_facts, zephyr_release as find_release, zephyr_sram_region
+        from armgen.zephyr import board_target, dts_facts, zephyr_sram_region
+        from armgen.zephyr import zephyr_release as find_release
 
         release = find_release(zephyr_release)
         zephyr_release = release.name

@@ -141,7 +141,7 @@ def load_tflite_weights(model: nn.Module, path: Path) -> nn.Module:
             "Conv2d/Linear modules; the weights are for another architecture"
         )
     with torch.no_grad():
-        for layer, (name, module) in zip(layers, modules):
+        for layer, (name, module) in zip(layers, modules, strict=False):
             kind = _kind_of(module)
             if kind != layer.kind:
                 raise ModelError(
@@ -163,6 +163,8 @@ def load_tflite_weights(model: nn.Module, path: Path) -> nn.Module:
         for m in model.modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm):
                 # Folded in the TFLite weights: make it exactly the identity in float32.
+                assert m.weight is not None and m.bias is not None  # affine, tracked (the sample layers)
+                assert m.running_mean is not None and m.running_var is not None
                 m.weight.fill_(1.0)
                 m.bias.zero_()
                 m.running_mean.zero_()

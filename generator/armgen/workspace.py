@@ -24,6 +24,7 @@ Every command that needs sources calls :func:`find_workspace`; the build stage c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -176,7 +177,7 @@ def load_manifest(manifest_path: Path = MANIFEST_PATH) -> tuple[ProjectPin, ...]
     Raises:
         WorkspaceError: the file is missing or west rejects it (MalformedManifest and friends).
     """
-    from west.manifest import Manifest, MalformedManifest  # west is a declared dependency
+    from west.manifest import MalformedManifest, Manifest  # west is a declared dependency
 
     try:
         manifest = Manifest.from_data(manifest_path.read_text(encoding="utf-8"))
@@ -385,9 +386,10 @@ def resolve_revision(name: str, url: str, revision: str, refs: Mapping[str, str]
     else:
         common = [h for h in ("main", "master") if h in heads]
         seen = f"{len(heads)} branches seen, incl. {', '.join(common) or heads[0]}"
+    example = ("main" if "main" in heads else heads[0]) if heads else "<commit>"
     raise WorkspaceError(
         f"{name}: revision {revision} is not in {url} ({seen})",
-        hint=f"pass --revision {name}=<branch-or-commit>, e.g. --revision {name}={(heads and ('main' if 'main' in heads else heads[0])) or '<commit>'}",
+        hint=f"pass --revision {name}=<branch-or-commit>, e.g. --revision {name}={example}",
     )
 
 
@@ -648,7 +650,7 @@ class WorkspaceStatus:
         data = asdict(self)
         data["root"] = str(self.root)
         data["complete"] = self.complete
-        for p, src in zip(data["projects"], self.projects):
+        for p, src in zip(data["projects"], self.projects, strict=False):
             p["complete"] = src.complete
         return data
 
@@ -659,10 +661,8 @@ def _tree_size(path: Path, skip: set[Path]) -> int:
         here = Path(dirpath)
         dirnames[:] = [d for d in dirnames if here / d not in skip]
         for f in filenames:
-            try:
+            with contextlib.suppress(OSError):
                 total += (here / f).lstat().st_size
-            except OSError:
-                pass
     return total
 
 
@@ -737,10 +737,8 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
     version = ident = None
     if (ws.executorch_dir / "version.txt").is_file():
         version = ws.executorch_version()
-    try:
+    with contextlib.suppress(WorkspaceError):
         ident = ws.program_file_identifier()
-    except WorkspaceError:
-        pass
     return WorkspaceStatus(
         root=root,
         exists=True,
@@ -763,7 +761,10 @@ def _head_of(path: Path, n: int = 512) -> str:
         return ""
 
 
-INIT_HINT = "run: armgen workspace init --mirror 'file:///path/to/mirrors/{owner}+{name}/repo' (or without --mirror to fetch from GitHub)"
+INIT_HINT = (
+    "run: armgen workspace init --mirror 'file:///path/to/mirrors/{owner}+{name}/repo' "
+    "(or without --mirror to fetch from GitHub)"
+)
 
 
 def find_workspace(explicit: Path | None = None) -> Workspace:

@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from armgen.boards import Board, MemoryRegion
+from armgen.boards import Board
 from armgen.errors import ProjectError
 from armgen.paths import MODULES_DIR
 
@@ -65,7 +65,7 @@ class ZephyrRelease:
     allowlist: tuple[str, ...]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def zephyr_releases(path: Path = RELEASES_PATH) -> tuple[tuple[str, ZephyrRelease], ...]:
     """Every release of ``modules/zephyr/releases.yaml`` as ``(name, ZephyrRelease)``, default first.
 
@@ -313,7 +313,8 @@ def dts_facts(board: Board, target: str) -> DtsFacts:
         code or board.regions[0].name,
         ram[0].name if ram else board.regions[0].name,
         False,
-        f"assumed (no devicetree facts for {target} in armgen): node labels and memory-region names follow the board file",
+        f"assumed (no devicetree facts for {target} in armgen): node labels and memory-region names follow "
+        "the board file",
     )
 
 
@@ -415,7 +416,9 @@ class SectionPlacement:
     noload: bool
 
 
-def _memory_region_of(region: str, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]], board: Board) -> str:
+def _memory_region_of(
+    region: str, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]], board: Board
+) -> str:
     if region == sram:
         return "RAMABLE_REGION"
     if region == facts.flash:
@@ -496,7 +499,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             f"zephyr.flash_load_offset; on Alif it must equal the ATOC mramAddress).",
             [f"CONFIG_FLASH_LOAD_OFFSET={_hex(zt.flash_load_offset)}"],
         ))
-    if npu_choice:
+    if npu_choice and board.npu is not None:
         board_conf.append((
             f"Zephyr's Ethos-U driver, so ExecuTorch builds and registers its EthosUBackend delegate "
             f"({board.npu.vela_accelerator}, the configuration the .pte was compiled for).",
@@ -534,7 +537,8 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
     ]
     if fpu:
         prj_conf.append((
-            f"Hard-float ABI on the {board.cpu.core} FPU" + (" (also enables Helium builds of CMSIS-NN)" if board.cpu.mve != "none" else "") + ".",
+            f"Hard-float ABI on the {board.cpu.core} FPU"
+            + (" (also enables Helium builds of CMSIS-NN)" if board.cpu.mve != "none" else "") + ".",
             ["CONFIG_FPU=y", "CONFIG_FP_HARDABI=y"],
         ))
     prj_conf.append((

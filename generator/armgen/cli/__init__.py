@@ -15,8 +15,8 @@ import click
 from rich.markup import escape
 
 from armgen import __version__
-from armgen.errors import ArmgenError
 from armgen.cli._console import err_console
+from armgen.errors import ArmgenError
 
 
 def _executorch_version() -> str:
@@ -31,7 +31,7 @@ def _executorch_version() -> str:
 class _Group(click.Group):
     """Click group that turns ArmgenError, usage errors (and stray exceptions) into one line + exit code."""
 
-    def main(self, *args, **kwargs):  # type: ignore[override]
+    def main(self, *args, **kwargs):
         """Run the CLI; a click error (unknown option, bad value, unreadable file) is one ``armgen: error:`` line."""
         kwargs["standalone_mode"] = False
         try:
@@ -48,7 +48,7 @@ class _Group(click.Group):
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context):
         verbose = ctx.params.get("verbose", 0) if ctx.params else 0
         try:
             return super().invoke(ctx)

@@ -134,7 +134,8 @@ def show(board: str, as_json: bool) -> None:
         )
     else:
         _say("  npu        none")
-    _say(f"  budgets    flash {_bytes(b.budgets.flash)} ({b.budgets.flash} B), RAM {_bytes(b.budgets.ram)} ({b.budgets.ram} B)")
+    flash, ram = b.budgets.flash, b.budgets.ram
+    _say(f"  budgets    flash {_bytes(flash)} ({flash} B), RAM {_bytes(ram)} ({ram} B)")
     if b.zephyr:
         z = b.zephyr
         targets = ", ".join(f"{tg} (Zephyr {rel})" for rel, tg in z.targets)

@@ -117,7 +117,8 @@ def _print_report(report: ProgramReport) -> None:
 @click.option("--target", "-t", required=True, help="cortex-m0 .. cortex-m85, or ethos-u55-128, ethos-u85-256, ...")
 @click.option("--cpu", default=None, help="Cortex-M running non-delegated ops (Ethos-U targets; default cortex-m55).")
 @click.option("--weights", type=click.Path(dir_okay=False), default=None,
-              help="Trained float .tflite for a built-in sample (default: the MLPerf Tiny reference file when present).")
+              help="Trained float .tflite for a built-in sample (default: the MLPerf Tiny reference file "
+                   "in $ARMGEN_MLPERF_DIR when present).")
 @click.option("--calibration", type=click.Path(), default=None,
               help="Representative inputs: a directory, .npz or .pt (default: sample generator / example inputs).")
 @click.option("--system-config", default=None, help="Vela system config (Ethos-U; default: upstream's for the NPU).")
@@ -125,9 +126,12 @@ def _print_report(report: ProgramReport) -> None:
 @click.option("--vela-config", type=click.Path(dir_okay=False), default=None, help="Vela .ini file (Ethos-U).")
 @click.option("--name", default=None, help="Output file stem (default: sample name or model file stem).")
 @click.option("-o", "--out-dir", type=click.Path(file_okay=False), default=".", show_default=True,
-              help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz (+ <name>.lowered.pt2 for Cortex-M).")
+              help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz "
+                   "(+ <name>.lowered.pt2 for Cortex-M).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
-def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json):
+def compile_cmd(
+    model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json
+):
     """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
     Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
@@ -145,7 +149,7 @@ def compile_cmd(model, target, cpu, weights, calibration, system_config, memory_
         err_console.print(f"armgen: {note}", highlight=False, soft_wrap=True)
     for w in result.report.warnings:
         err_console.print(f"[yellow]armgen: warning:[/] {w}", highlight=False, soft_wrap=True)
-    for role, path in result.files.items():
+    for _role, path in result.files.items():
         err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     if as_json:
         click.echo(result.report.to_json(), nl=False)

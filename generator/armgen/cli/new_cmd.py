@@ -21,7 +21,9 @@ def _say(text: str) -> None:
 @main.command("new")
 @click.argument("name")
 @click.option("--board", "board_name", required=True, help="Board name, alias or path to a board .yaml file.")
-@click.option("--model", default=None, help="Model: .py / .py:attr / .pt2, or a compiled .pte with its .report.json beside it. Default: the built-in sample NAME.")
+@click.option("--model", default=None,
+              help="Model: .py / .py:attr / .pt2, or a compiled .pte with its .report.json beside it. "
+                   "Default: the built-in sample NAME.")
 @click.option("--weights", default=None, help="Trained float .tflite for a built-in sample.")
 @click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None,
               help="Default: zephyr for boards Zephyr supports, baremetal for QEMU machines.")
@@ -63,7 +65,8 @@ def new_cmd(
     backend, rtos = resolve_options(name, board, backend, rtos)
     stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size is None else stack_size)
     if rtos == "zephyr":
-        from armgen.zephyr import board_target, zephyr_release as find_release
+        from armgen.zephyr import board_target
+        from armgen.zephyr import zephyr_release as find_release
 
         release = find_release(zephyr_release)
         board_target(board, release)  # the board must be in that release: fail before compiling
@@ -84,8 +87,8 @@ def new_cmd(
             pte_path=pte_path,
             report_path=report_path,
             board_ref=board_ref,
-            rtos=rtos,  # type: ignore[arg-type]
-            backend=backend,  # type: ignore[arg-type]
+            rtos=rtos,
+            backend=backend,
             model_source=source,
             weights=str(Path(weights).expanduser().resolve()) if weights else None,
             stack_size=stack_size,
@@ -186,7 +189,10 @@ def _program(name, model, weights, board, backend, tmp: Path):
         _say(f"note: {note}")
     for warning in result.report.warnings:  # same warnings `armgen compile` prints (e.g. calibration data)
         _say(f"warning: {warning}")
-    desc = f"sample:{source}" if model is None else str(Path(source).expanduser().resolve()) if Path(source).exists() else source
+    if model is None:
+        desc = f"sample:{source}"
+    else:
+        desc = str(Path(source).expanduser().resolve()) if Path(source).exists() else source
     return result.report, result.pte_path, result.report_path, desc
 
 

@@ -36,8 +36,13 @@ def _read_record(project: Path) -> dict[str, Any]:
     return data
 
 
+def _model_table(record: dict[str, Any]) -> dict[str, Any]:
+    model = record.get("model")
+    return model if isinstance(model, dict) else {}
+
+
 def _report_path(project: Path, record: dict[str, Any]) -> Path:
-    model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    model = _model_table(record)
     rel = model.get("report") or f"model/{record['name']}.report.json"
     path = project / rel
     if not path.is_file():
@@ -49,7 +54,7 @@ def _report_path(project: Path, record: dict[str, Any]) -> Path:
 
 
 def _cortex_m_hint(record: dict[str, Any], board_name: str) -> str:
-    model = record.get("model") if isinstance(record.get("model"), dict) else {}
+    model = _model_table(record)
     source = str(model.get("source") or "")
     if source.startswith("sample:"):
         source = source[len("sample:") :]
@@ -122,7 +127,8 @@ def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) ->
     say(cpu_line)
     if rr.cpu_note:
         say(f"note: {rr.cpu_note}")
-    say(f"input: {rr.input_source}; {rr.runs} run(s)" + (" + 1 run with a second input" if rr.alternate_checked else ""))
+    second = " + 1 run with a second input" if rr.alternate_checked else ""
+    say(f"input: {rr.input_source}; {rr.runs} run(s){second}")
     if rr.reference_source:
         say(f"reference: {rr.reference_source}")
 
@@ -169,7 +175,8 @@ def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) ->
 @main.command("run")
 @click.argument("project", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--input", "input_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Input tensor(s): .npy, .npz (input_<i>) or .pt. Default: the sample's deterministic input.")  # fmt: skip
+              help="Input tensor(s): .npy, .npz (input_<i>) or .pt. "
+                   "Default: the sample's deterministic input.")  # fmt: skip
 @click.option("--emulator", type=click.Choice(["qemu"]), default="qemu", show_default=True, help="Emulator to run on.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               help="Wall-clock seconds per QEMU run.")  # fmt: skip
@@ -243,7 +250,8 @@ def run_command(
     err_console.print(f"building {record['name']} for QEMU {emu.qemu_machine}...", highlight=False)
     elf, firmware, zephyr_board = _qemu_elf(project, record, board, emu, rebuild=rebuild,
                                             baremetal_standin=baremetal_standin)
-    err_console.print(f"running {firmware} image {elf.name} on qemu-system-arm -machine {emu.qemu_machine} -cpu {emu.qemu_cpu}...",
+    err_console.print(f"running {firmware} image {elf.name} on qemu-system-arm -machine {emu.qemu_machine} "
+                      f"-cpu {emu.qemu_cpu}...",
                       highlight=False)  # fmt: skip
     rr = run_firmware(
         elf,

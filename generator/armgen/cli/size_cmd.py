@@ -85,7 +85,7 @@ def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
         if not toml_path.is_file():
             raise SizeError(f"{target} is a directory without armgen.toml", hint="pass the ELF or a project directory")
         project = _read_project(toml_path)
-        elf = _record_path(toml_path, project, "elf")
+        elf: Path | None = _record_path(toml_path, project, "elf")
         name = _project_key(project, "name")
         if elf is None and isinstance(name, str) and name:
             elf = target / "build" / f"{name}.elf"
@@ -101,8 +101,8 @@ def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
                 hint="pass the ELF explicitly: armgen size path/to/firmware.elf",
             )
         return elfs[0], toml_path, project
-    toml_path = _find_project_toml(target) if target.is_file() else None
-    return target, toml_path, (_read_project(toml_path) if toml_path else {})
+    owner = _find_project_toml(target) if target.is_file() else None
+    return target, owner, (_read_project(owner) if owner else {})
 
 
 def _load_board(spec: str) -> Any:
@@ -212,7 +212,8 @@ def _budgets_dict(b: SizeBudgets) -> dict[str, Any]:
 @click.option("--budget", "budget_file", type=click.Path(path_type=Path),
               help="TOML file with a [budgets] table; wins over armgen.toml and the board.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (sorted keys) on stdout.")
-@click.option("--compare", "old_elf", type=click.Path(path_type=Path), help="Older ELF: print per-component/section deltas.")
+@click.option("--compare", "old_elf", type=click.Path(path_type=Path),
+              help="Older ELF: print per-component/section deltas.")
 @click.option("--board", "board_spec", help="Board name or board YAML path (default: armgen.toml's board).")
 @click.option("--map", "map_file", type=click.Path(path_type=Path),
               help="GNU ld map file of the link (default: armgen.toml's map, else <elf>.map next to the ELF).")
@@ -235,7 +236,7 @@ def size_command(
         if pb is not None and not isinstance(pb, str):
             raise SizeError(f"{toml_path}: 'board' must be a board name or path, not {pb!r}")
         if pb and toml_path is not None and ("/" in pb or pb.endswith((".yaml", ".yml"))):
-            pb = str((toml_path.parent / pb))
+            pb = str(toml_path.parent / pb)
         board_spec = pb
     board = _load_board(board_spec) if board_spec else None
     if map_file is None and toml_path is not None:  # the record's map, when the record names this ELF

@@ -162,7 +162,8 @@ def status_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> Non
             differs = pip_v and pip_v.split("+")[0] != st.executorch_version
             extra.append(
                 f"ExecuTorch {st.executorch_version}"
-                + (f" ([yellow]pip executorch is {pip_v}[/]: programs load while the identifier matches)" if differs else "")
+                + (f" ([yellow]pip executorch is {pip_v}[/]: programs load while the identifier matches)"
+                   if differs else "")
             )
         if st.program_file_identifier:
             extra.append(f"program identifier {st.program_file_identifier}")
