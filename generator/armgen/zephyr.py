@@ -452,9 +452,9 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         ProjectError: the board has no Zephyr target, or the NPU placement is not usable by
             Zephyr's Ethos-U driver (:func:`check_npu_placement`).
     """
-    board: Board = spec.board
     from armgen.spec import reads_input_file
 
+    board: Board = spec.board
     release = zephyr_release(spec.zephyr_release)
     target = spec.zephyr_target or board_target(board, release)
     facts = dts_facts(board, target)
@@ -470,9 +470,45 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             f"data in {spec.data_region} and the stack in {sram}"
         )
     dcache = has_dcache(board)
+    npu_choice = npu_kconfig_choice(board, release) if spec.uses_npu else None
     new_nodes: dict[str, dict[str, Any]] = {}
+    noinit, region_sections, model_section = _linker_placement(spec, facts, sram, new_nodes)
+    return {
+        "zephyr_target": target,
+        "board_stem": normalise_board_target(target),
+        "zephyr_release": release.tag,
+        "zephyr_release_name": release.name,
+        "ethos_u_kconfig_prefix": release.ethos_u_kconfig_prefix,
+        "on_qemu": on_qemu,
+        "zephyr_vendor_fork": zt.vendor_fork,
+        "zephyr_vendor_target": zt.vendor_target,
+        "zephyr_note": zt.note,
+        "dts_source": facts.source,
+        "prj_conf": _prj_conf(spec),
+        "board_conf": _board_conf(spec, release, facts, npu_choice, dcache, on_qemu),
+        "overlay": _overlay(spec, facts, sram, new_nodes),
+        "pool_kconfig": _pool_kconfig(spec),
+        "sections_noinit": noinit,
+        "sections_region": region_sections,
+        "model_section": model_section,
+        "west": west_projects(board, release),
+        "dcache": dcache,
+        "npu_kconfig": npu_choice,
+        "hal_modules": tuple(m for m in zt.hal_modules if m not in release.allowlist),
+    }
 
-    # ---- pools and model -> linker snippets --------------------------------------------------
+
+def _linker_placement(
+    spec: Any, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]
+) -> tuple[tuple[str, ...], list[SectionPlacement], SectionPlacement]:
+    """Pools and model -> linker snippets: the pool sections in zephyr,sram's ``.noinit``, one NOLOAD
+    output section per other region, and the model's section. Regions the devicetree does not name
+    get a node in ``new_nodes``.
+
+    Raises:
+        ProjectError: a pool planned in Zephyr's flash region.
+    """
+    board: Board = spec.board
     noinit = tuple(p.section for p in spec.pools if p.region == sram)
     by_region: dict[str, list[str]] = {}
     for p in spec.pools:
@@ -488,9 +524,16 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         )
     model_mem = _memory_region_of(spec.model_region, facts, sram, new_nodes, board)
     model_section = SectionPlacement(".armgen_model", spec.model_region, model_mem, (".armgen_model",), False)
+    return noinit, region_sections, model_section
 
-    # ---- Kconfig -------------------------------------------------------------------------------
-    npu_choice = npu_kconfig_choice(board, release) if spec.uses_npu else None
+
+def _board_conf(
+    spec: Any, release: ZephyrRelease, facts: DtsFacts, npu_choice: str | None, dcache: bool, on_qemu: bool
+) -> list[tuple[str, list[str]]]:
+    """``boards/<stem>.conf``: load offset, the Ethos-U driver, caches, the QEMU clock (comment, lines)."""
+    board: Board = spec.board
+    zt = board.zephyr
+    assert zt is not None
     prefix = release.ethos_u_kconfig_prefix
     board_conf: list[tuple[str, list[str]]] = []
     if zt.flash_load_offset:
@@ -524,8 +567,19 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             "CONFIG_ET_ARM_MODEL_PTE_DMA_ACCESSIBLE=y).",
             [],
         ))
+    if on_qemu:
+        hz = board.cpu.clock_hz
+        board_conf.append((
+            f"QEMU's SysTick runs at the machine's clock, {hz} Hz (board file cpu.clock_hz; QEMU "
+            "hw/arm/mps2*.c), whatever the devicetree says (Zephyr 3.7's an547 DTS: 25 MHz).",
+            [f"CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC={hz}"],
+        ))
+    return board_conf
 
-    fpu = board.cpu.fpu != "none" and board.cpu.gcc_float_abi == "hard"
+
+def _prj_conf(spec: Any) -> list[tuple[str, list[str]]]:
+    """``prj.conf`` for every board: ExecuTorch, C++, FPU, stack, speed, logging, kernel, heap."""
+    board: Board = spec.board
     prj_conf: list[tuple[str, list[str]]] = [
         ("ExecuTorch (the Zephyr module in modules/lib/executorch).", ["CONFIG_EXECUTORCH=y"]),
         ("C++17 for the runtime and the model API.", ["CONFIG_CPP=y", "CONFIG_STD_CPP17=y"]),
@@ -535,7 +589,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             ["CONFIG_EXECUTORCH_BUILD_PORTABLE_OPS=n"],
         ),
     ]
-    if fpu:
+    if board.cpu.fpu != "none" and board.cpu.gcc_float_abi == "hard":
         prj_conf.append((
             f"Hard-float ABI on the {board.cpu.core} FPU"
             + (" (also enables Helium builds of CMSIS-NN)" if board.cpu.mve != "none" else "") + ".",
@@ -580,27 +634,29 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             "output uses printk (no allocation).",
             ["CONFIG_HEAP_MEM_POOL_SIZE=0"],
         ))
-    if on_qemu:
-        hz = board.cpu.clock_hz
-        board_conf.append((
-            f"QEMU's SysTick runs at the machine's clock, {hz} Hz (board file cpu.clock_hz; QEMU "
-            "hw/arm/mps2*.c), whatever the devicetree says (Zephyr 3.7's an547 DTS: 25 MHz).",
-            [f"CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC={hz}"],
-        ))
+    return prj_conf
 
-    pool_kconfig = []
+
+#: Kconfig prompt and help of each pool kind (the application's Kconfig).
+_POOL_KCONFIG_TEXT = {
+    "method": ("Method allocator pool in bytes",
+               "armgen's bound on what Method::init and execution take from the method allocator."),
+    "temp": ("Temp allocator pool in bytes",
+             "Scratch the kernels and delegates ask for at run time (Vela scratch on the Ethos-U path)."),
+}
+
+
+def _pool_kconfig(spec: Any) -> list[dict[str, Any]]:
+    """One Kconfig int symbol per pool (``ARMGEN_POOL_<NAME>_SIZE``), with prompt and help."""
+    out = []
     for p in spec.pools:
         if p.kind == "planned":
             prompt = f"Planned buffer {p.memory_id} (memory id {p.memory_id}) in bytes"
             help_ = ("Size of the memory plan's buffer, exactly as the program asks (checked at init "
                      "against MethodMeta::memory_planned_buffer_size).")
-        elif p.kind == "method":
-            prompt = "Method allocator pool in bytes"
-            help_ = "armgen's bound on what Method::init and execution take from the method allocator."
         else:
-            prompt = "Temp allocator pool in bytes"
-            help_ = "Scratch the kernels and delegates ask for at run time (Vela scratch on the Ethos-U path)."
-        pool_kconfig.append({
+            prompt, help_ = _POOL_KCONFIG_TEXT["method" if p.kind == "method" else "temp"]
+        out.append({
             "symbol": f"ARMGEN_POOL_{p.name.upper()}_SIZE",
             "macro": f"ARMGEN_POOL_{p.name.upper()}_SIZE",
             "bytes": p.bytes,
@@ -608,8 +664,13 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             "prompt": prompt,
             "help": f"{help_} Placed in {p.region} ({p.section}).",
         })
+    return out
 
-    overlay = {
+
+def _overlay(spec: Any, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The devicetree overlay's facts: zephyr,sram, new memory-region nodes, the NPU node if missing."""
+    board: Board = spec.board
+    overlay: dict[str, Any] = {
         "sram_label": facts.regions[sram].label if sram in facts.regions else f"armgen_{sram.lower()}",
         "sram_changed": sram != facts.sram,
         "sram_region": sram,
@@ -631,30 +692,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
             "base": _hex(board.npu.base_address),
             "irq": board.npu.irq,
         }
-
-    return {
-        "zephyr_target": target,
-        "board_stem": normalise_board_target(target),
-        "zephyr_release": release.tag,
-        "zephyr_release_name": release.name,
-        "ethos_u_kconfig_prefix": release.ethos_u_kconfig_prefix,
-        "on_qemu": on_qemu,
-        "zephyr_vendor_fork": zt.vendor_fork,
-        "zephyr_vendor_target": zt.vendor_target,
-        "zephyr_note": zt.note,
-        "dts_source": facts.source,
-        "prj_conf": prj_conf,
-        "board_conf": board_conf,
-        "overlay": overlay,
-        "pool_kconfig": pool_kconfig,
-        "sections_noinit": noinit,
-        "sections_region": region_sections,
-        "model_section": model_section,
-        "west": west_projects(board, release),
-        "dcache": dcache,
-        "npu_kconfig": npu_choice,
-        "hal_modules": tuple(m for m in zt.hal_modules if m not in release.allowlist),
-    }
+    return overlay
 
 
 def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
