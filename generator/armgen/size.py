@@ -1014,9 +1014,62 @@ def size_elf(
     elf_path = Path(elf_path)
     elf = _open_elf(elf_path)
     notes: list[str] = []
+    lmap, attribution = _load_map(elf, Path(map_path) if map_path is not None else None, notes)
+    pool_syms = [s for s in elf.symbols if s.name.startswith("armgen_pool_") and s.type == "STT_OBJECT"]
+    regions: tuple[MemoryRegion, ...] = tuple(sorted(board.regions, key=lambda r: r.base)) if board else ()
+    if board is None:
+        notes.append("no board: regions unknown; writable and NOBITS sections count as RAM, the rest as flash")
+
+    objects: dict[int, str] = {}  # start address -> largest data object there (for map attribution)
+    for sym in sorted(elf.symbols, key=lambda x: (-x.size, x.name)):
+        if sym.type == "STT_OBJECT" and sym.size > 0:
+            objects.setdefault(sym.address, sym.name)
+    where = _Where(elf, regions)
+    misplaced: list[Misplacement] = []
+    pool_sections = _pool_sections(elf, pool_syms)
+    sections = [
+        _size_section(sec, elf, lmap, rules, objects, attribution, where, pool_sections, misplaced)
+        for sec in elf.sections
+    ]
+    pool_list = sorted(
+        (
+            PoolSize(s.name.removeprefix("armgen_pool_"), s.size, s.address, where.holder_of(s.address),
+                     where.region_of(s.address, s.size))
+            for s in pool_syms
+        ),
+        key=lambda p: (p.address, p.name),
+    )  # fmt: skip
+    if pools is not None:
+        _check_record_pools(pools, pool_list, regions, lmap, misplaced, notes)
+    stacks = _stacks(sections, elf, where)
+    return ElfSizeReport(
+        elf=str(elf_path),
+        map=str(map_path) if lmap is not None and map_path is not None else None,
+        board=board.name if board else None,
+        regions_known=board is not None,
+        attribution=attribution,
+        flash=sum(s.flash for s in sections),
+        ram=sum(s.ram for s in sections),
+        sections=tuple(sections),
+        regions=_region_uses(regions, sections),
+        components=_component_totals(sections),
+        pools=tuple(pool_list),
+        stack=sum(x.size for x in stacks if x.kind == "stack"),
+        heap=sum(x.size for x in stacks if x.kind == "heap"),
+        misplaced=tuple(misplaced),
+        notes=tuple(notes),
+        stacks=stacks,
+    )
+
+
+def _load_map(elf: _Elf, map_path: Path | None, notes: list[str]) -> tuple[LinkerMap | None, Attribution]:
+    """The linker map of this link (None when absent or stale) and the attribution it allows.
+
+    Raises:
+        SizeError: the map cannot be read or is not a GNU ld map.
+    """
     lmap: LinkerMap | None = None
     if map_path is not None:
-        map_path = Path(map_path)
         try:
             text = map_path.read_text(errors="replace")
         except OSError as exc:
@@ -1030,19 +1083,20 @@ def size_elf(
             notes.append(f"map file {map_path} does not belong to this ELF ({why}); attribution by symbols")
             lmap = None
     if lmap is not None:
-        attribution: Attribution = "map"
-    elif elf.cu_paths:
-        attribution = "dwarf"
+        return lmap, "map"
+    if elf.cu_paths:
         if map_path is None:
             notes.append(
                 "no linker map: components from DWARF compile units (code only) and armgen_* symbol names"
             )
-    else:
-        attribution = "symbols"
-        if map_path is None:
-            notes.append("no linker map and no DWARF: components from symbol names only")
+        return None, "dwarf"
+    if map_path is None:
+        notes.append("no linker map and no DWARF: components from symbol names only")
+    return None, "symbols"
 
-    pool_syms = [s for s in elf.symbols if s.name.startswith("armgen_pool_") and s.type == "STT_OBJECT"]
+
+def _pool_sections(elf: _Elf, pool_syms: list[_Symbol]) -> set[str]:
+    """Output sections that hold only armgen pools (not Zephyr's or the C runtime's bss/noinit)."""
     pool_sections: set[str] = set()
     for sym in pool_syms:
         for sec in elf.sections:
@@ -1050,59 +1104,80 @@ def size_elf(
                 p.address >= sec.vma and p.address + p.size <= sec.vma + sec.size for p in pool_syms
             ) and sec.name not in (".bss", ".data", ".noinit", "bss", "datas", "noinit"):  # Zephyr: no dot
                 pool_sections.add(sec.name)
+    return pool_sections
 
-    regions: tuple[MemoryRegion, ...] = tuple(sorted(board.regions, key=lambda r: r.base)) if board else ()
+
+@dataclass(frozen=True)
+class _Where:
+    """Which section and board region an address lies in."""
+
+    elf: _Elf
+    regions: tuple[MemoryRegion, ...]
+
+    def holder_of(self, address: int) -> str:
+        sec = next((x for x in self.elf.sections if x.vma <= address < x.vma + max(x.size, 1)), None)
+        return sec.name if sec else ""
+
+    def region_of(self, address: int, size: int) -> str | None:
+        region = _find_region(self.regions, address, size) if self.regions else None
+        return region.name if region else None
+
+
+def _size_section(
+    sec: _RawSection,
+    elf: _Elf,
+    lmap: LinkerMap | None,
+    rules: tuple[ComponentRule, ...],
+    objects: dict[int, str],
+    attribution: Attribution,
+    where: _Where,
+    pool_sections: set[str],
+    misplaced: list[Misplacement],
+) -> SectionSize:
+    """One section: its role, components (gaps as ``unattributed``) and placements (run address, and
+    the load image when LMA differs); placement problems go to ``misplaced``."""
+    regions = where.regions
     has_nv = any(not r.volatile for r in regions)
-    if board is None:
-        notes.append("no board: regions unknown; writable and NOBITS sections count as RAM, the rest as flash")
+    rom_read_only = _zephyr_rom_read_only(sec, elf)
+    role = _role(sec, pool_sections, rom_read_only)
+    if lmap is not None:
+        comps = _attribute_map(sec, lmap, rules, objects)
+    else:
+        comps = _attribute_symbols(sec, elf, rules, use_dwarf=attribution == "dwarf")
+    rest = sec.size - sum(comps.values())  # >= 0: both attributions clip overlaps
+    if rest > 0:
+        comps[UNATTRIBUTED] = comps.get(UNATTRIBUTED, 0) + rest
+    writable = (bool(sec.flags & _SHF_WRITE) and not rom_read_only) or sec.nobits
+    wanted: list[tuple[Literal["run", "image"], int]] = [("run", sec.vma)]
+    if not sec.nobits and sec.lma != sec.vma:
+        wanted.append(("image", sec.lma))
+    placements: list[Placement] = []
+    for what, addr in wanted:
+        fallback: Memory = "flash" if what == "image" or not writable else "ram"
+        region = _find_region(regions, addr, sec.size) if regions else None
+        memory: Memory = fallback if region is None else ("ram" if region.volatile else "flash")
+        placements.append(Placement(sec.name, what, addr, sec.size, memory, region.name if region else None))
+        if not regions:
+            continue
+        reason = _placement_problem(region, what, addr, sec.size, role, writable, has_nv)
+        if reason:
+            misplaced.append(Misplacement(sec.name, what, addr, sec.size, region.name if region else None, reason))
+    return SectionSize(
+        name=sec.name,
+        type=sec.type,
+        flags=_flags(sec.flags),
+        vma=sec.vma,
+        lma=sec.lma,
+        size=sec.size,
+        role=role,
+        components=tuple(sorted((k, v) for k, v in comps.items() if v)),
+        placements=tuple(placements),
+    )
 
-    objects: dict[int, str] = {}  # start address -> largest data object there (for map attribution)
-    for sym in sorted(elf.symbols, key=lambda x: (-x.size, x.name)):
-        if sym.type == "STT_OBJECT" and sym.size > 0:
-            objects.setdefault(sym.address, sym.name)
 
-    sections: list[SectionSize] = []
-    misplaced: list[Misplacement] = []
-    for sec in elf.sections:
-        rom_read_only = _zephyr_rom_read_only(sec, elf)
-        role = _role(sec, pool_sections, rom_read_only)
-        if lmap is not None:
-            comps = _attribute_map(sec, lmap, rules, objects)
-        else:
-            comps = _attribute_symbols(sec, elf, rules, use_dwarf=attribution == "dwarf")
-        rest = sec.size - sum(comps.values())  # >= 0: both attributions clip overlaps
-        if rest > 0:
-            comps[UNATTRIBUTED] = comps.get(UNATTRIBUTED, 0) + rest
-        writable = (bool(sec.flags & _SHF_WRITE) and not rom_read_only) or sec.nobits
-        wanted: list[tuple[Literal["run", "image"], int]] = [("run", sec.vma)]
-        if not sec.nobits and sec.lma != sec.vma:
-            wanted.append(("image", sec.lma))
-        placements: list[Placement] = []
-        for what, addr in wanted:
-            fallback: Memory = "flash" if what == "image" or not writable else "ram"
-            region = _find_region(regions, addr, sec.size) if regions else None
-            memory: Memory = fallback if region is None else ("ram" if region.volatile else "flash")
-            placements.append(Placement(sec.name, what, addr, sec.size, memory, region.name if region else None))
-            if not regions:
-                continue
-            reason = _placement_problem(region, what, addr, sec.size, role, writable, has_nv)
-            if reason:
-                misplaced.append(Misplacement(sec.name, what, addr, sec.size, region.name if region else None, reason))
-        sections.append(
-            SectionSize(
-                name=sec.name,
-                type=sec.type,
-                flags=_flags(sec.flags),
-                vma=sec.vma,
-                lma=sec.lma,
-                size=sec.size,
-                role=role,
-                components=tuple(sorted((k, v) for k, v in comps.items() if v)),
-                placements=tuple(placements),
-            )
-        )
-
-    region_uses: list[RegionUse] = []
+def _region_uses(regions: tuple[MemoryRegion, ...], sections: list[SectionSize]) -> tuple[RegionUse, ...]:
+    """Bytes, components and sections placed in each board region."""
+    out: list[RegionUse] = []
     for r in regions:
         comp: dict[str, int] = {}
         names: list[str] = []
@@ -1115,7 +1190,7 @@ def size_elf(
                 names.append(s.name if p.what == "run" else f"{s.name} (image)")
                 for k, v in s.components:
                     comp[k] = comp.get(k, 0) + v
-        region_uses.append(
+        out.append(
             RegionUse(
                 name=r.name,
                 kind=r.kind,
@@ -1129,7 +1204,11 @@ def size_elf(
                 sections=tuple(names),
             )
         )
+    return tuple(out)
 
+
+def _component_totals(sections: list[SectionSize]) -> tuple[ComponentSize, ...]:
+    """Flash and RAM per component over every placement, in :data:`COMPONENT_LABELS` order."""
     totals: dict[str, list[int]] = {}
     for s in sections:
         for p in s.placements:
@@ -1137,30 +1216,14 @@ def size_elf(
                 t = totals.setdefault(k, [0, 0])
                 t[0 if p.memory == "flash" else 1] += v
     order = list(COMPONENT_LABELS)
-    components = tuple(
+    return tuple(
         ComponentSize(k, v[0], v[1])
         for k, v in sorted(totals.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
     )
 
-    def holder_of(address: int) -> str:
-        sec = next((x for x in elf.sections if x.vma <= address < x.vma + max(x.size, 1)), None)
-        return sec.name if sec else ""
 
-    def region_of(address: int, size: int) -> str | None:
-        region = _find_region(regions, address, size) if regions else None
-        return region.name if region else None
-
-    pool_list = sorted(
-        (
-            PoolSize(s.name.removeprefix("armgen_pool_"), s.size, s.address, holder_of(s.address),
-                     region_of(s.address, s.size))
-            for s in pool_syms
-        ),
-        key=lambda p: (p.address, p.name),
-    )  # fmt: skip
-    if pools is not None:
-        _check_record_pools(pools, pool_list, regions, lmap, misplaced, notes)
-
+def _stacks(sections: list[SectionSize], elf: _Elf, where: _Where) -> tuple[StackSize, ...]:
+    """The bare-metal ``.stack``/``.heap`` sections and Zephyr's kernel stacks and heaps, by address."""
     stacks: list[StackSize] = []
     for s in sections:
         if s.name in (".stack", ".heap"):
@@ -1174,29 +1237,10 @@ def size_elf(
             continue
         seen.add(sym.name)
         kind = "stack" if sym.name in ZEPHYR_STACKS else "heap"
-        stacks.append(StackSize(label, kind, sym.name, sym.size, sym.address, holder_of(sym.address),
-                                region_of(sym.address, sym.size)))  # fmt: skip
+        stacks.append(StackSize(label, kind, sym.name, sym.size, sym.address, where.holder_of(sym.address),
+                                where.region_of(sym.address, sym.size)))  # fmt: skip
     stacks.sort(key=lambda x: (x.address, x.name))
-    stack = sum(x.size for x in stacks if x.kind == "stack")
-    heap = sum(x.size for x in stacks if x.kind == "heap")
-    return ElfSizeReport(
-        elf=str(elf_path),
-        map=str(map_path) if lmap is not None and map_path is not None else None,
-        board=board.name if board else None,
-        regions_known=board is not None,
-        attribution=attribution,
-        flash=sum(s.flash for s in sections),
-        ram=sum(s.ram for s in sections),
-        sections=tuple(sections),
-        regions=tuple(region_uses),
-        components=components,
-        pools=tuple(pool_list),
-        stack=stack,
-        heap=heap,
-        misplaced=tuple(misplaced),
-        notes=tuple(notes),
-        stacks=tuple(stacks),
-    )
+    return tuple(stacks)
 
 
 def _check_record_pools(
