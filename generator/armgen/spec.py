@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -627,38 +628,14 @@ def make_spec(
     """
     backend, rtos = resolve_options(name, board, backend, rtos)
     check_stack_size(stack_size)
-    if report.backend != backend:
-        # `armgen compile` picks the backend from --target (cortex-m* or ethos-u*); it has no --backend.
-        again = board.npu.vela_accelerator if backend == "ethos-u" and board.npu is not None else board.cpu.et_target
-        raise ProjectError(
-            f"program '{report.name}' was compiled for backend '{report.backend}', not '{backend}'",
-            hint=f"compile again: armgen compile {report.name} --target {again} (or armgen new without --model)",
-        )
-    if backend == "ethos-u" and board.npu is not None and report.target != board.npu.vela_accelerator:
-        # A Vela command stream only runs on the NPU configuration it was compiled for (the driver
-        # checks the product and MAC count at init), so this holds for emulator stand-ins too.
-        raise ProjectError(
-            f"{Path(pte_path).name} was compiled for {report.target}, but board {board.name} has an "
-            f"{board.npu.vela_accelerator}",
-            hint=f"compile again: armgen compile {report.name} --target {board.npu.vela_accelerator} "
-            "(or armgen new without --model)",
-        )
-    if backend == "cortex-m" and not allow_cpu_mismatch and report.cpu != board.cpu.et_target:
-        raise ProjectError(
-            f"program '{report.name}' was compiled for {report.cpu}, but board '{board.name}' has a "
-            f"{board.cpu.et_target} (CMSIS-NN scratch buffers are planned per CPU)",
-            hint=f"compile again: armgen compile {report.name} --target {board.cpu.et_target} "
-            "(or armgen new without --model)",
-        )
+    _check_program_fits(report, board, backend, Path(pte_path), allow_cpu_mismatch)
     uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
-
     regions = {r.name: r for r in board.regions}
     placed: dict[str, int] = {r.name: 0 for r in board.regions}
-
     code_region = _code_region(board)
     # Zephyr's Ethos-U driver passes CPU addresses to the NPU unchanged (no ethosu_address_remap), so
     # there the NPU's buffers need a region it sees at its own address (not Alif's TCM aliases).
-    npu_reach = (lambda r: r.npu_address == r.base) if rtos == "zephyr" else (lambda r: r.npu_address is not None)
+    npu_reach = _npu_reach_rule(rtos)
     # The .pte: a non-volatile region first (read in place), then the fastest that fits; the NPU
     # reads weights and command stream from it in place, so it must be NPU-reachable when delegated.
     model_region = _place(
@@ -672,57 +649,9 @@ def make_spec(
     # new input over in (input.bin: all inputs, in .bss).
     input_buffer = sum(t.nbytes for t in report.inputs) if reads_input_file(board, rtos) else 0
     heap_size = DEFAULT_HEAP_SIZE[backend]
-
-    wanted: list[tuple[str, int, str, int | None, bool]] = []
-    for i, size in enumerate(report.planned_buffers, start=1):
-        wanted.append((f"planned_{i}", int(size), "planned", i, uses_npu))
-    try:
-        pte_bytes = Path(pte_path).read_bytes()
-    except OSError as exc:
-        raise ProjectError(f"cannot read the program {pte_path}: {exc.strerror}") from exc
-    method_bound = method_allocator_bound(report, pte_bytes)
-    temp_size = temp_pool_size(report, pte_bytes)
-    wanted.append(("method", method_bound, "method", None, False))
-    if temp_size > 0:
-        # The NPU reads and writes the Vela scratch; the lookup scratch alone is CPU-only.
-        wanted.append(("temp", temp_size, "temp", None, uses_npu and report.temp_allocator_size > 0))
-    order = [f"planned_{i}" for i in range(1, len(report.planned_buffers) + 1)] + ["method", "temp"]
-    after_model = dict(placed)
-
-    def plan(data_region: MemoryRegion, stack_region: MemoryRegion) -> tuple[dict[str, int], tuple[PoolPlan, ...]]:
-        """Reserve data, stack and heap, then place the pools (largest first, fastest region)."""
-        placed = dict(after_model)
-        placed[data_region.name] += DATA_RESERVE + _round_up(input_buffer, POOL_ALIGNMENT)
-        placed[stack_region.name] += stack_size + heap_size
-        for reg in (data_region, stack_region):
-            if placed[reg.name] > reg.usable:
-                raise ProjectError(
-                    f"region {reg.name} is short by {placed[reg.name] - reg.usable} bytes for stack, heap and data",
-                    hint="choose a smaller stack or a board with more RAM",
-                )
-        pools: dict[str, PoolPlan] = {}
-        # Largest first so the big buffers get first pick of the fast regions they can fit.
-        for pname, size, kind, mem_id, npu in sorted(wanted, key=lambda w: (-w[1], w[0])):
-            candidates = [
-                r for r in board.regions if "pools" in r.uses and r.volatile and (not npu or npu_reach(r))
-            ]
-            if not candidates:
-                raise ProjectError(
-                    f"board '{board.name}' has no region for pool {pname}"
-                    + (" that the NPU can reach" if npu else ""),
-                    hint="add a region with `uses: [pools]` (and npu_address) to the board file",
-                )
-            region = _place(f"pool {pname}", _round_up(size, POOL_ALIGNMENT), candidates, placed)
-            pools[pname] = PoolPlan(
-                name=pname,
-                bytes=size,
-                region=region.name,
-                section=f".armgen_pool.{pname}",
-                kind=kind,  # type: ignore[arg-type]
-                memory_id=mem_id,
-                npu=npu,
-            )
-        return placed, tuple(pools[n] for n in order if n in pools)
+    requests, method_bound = _pool_requests(report, Path(pte_path), uses_npu)
+    planner = _PoolPlanner(board, dict(placed), requests, npu_reach,
+                           DATA_RESERVE + _round_up(input_buffer, POOL_ALIGNMENT), stack_size + heap_size)
 
     zephyr_target = None
     if rtos == "zephyr":
@@ -730,46 +659,26 @@ def make_spec(
         # zephyr,sram; armgen.zephyr picks that region (the NPU pools' region when delegated, else the
         # board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
         # and the overlay all read the same region from the spec.
-        from armgen.zephyr import board_target, dts_facts, zephyr_sram_region
+        from armgen.zephyr import board_target
         from armgen.zephyr import zephyr_release as find_release
 
         release = find_release(zephyr_release)
         zephyr_release = release.name
         zephyr_target = board_target(board, release)
-        facts = dts_facts(board, zephyr_target)
-        ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
-        placed, pool_plan = plan(ram, ram)
-        sram = zephyr_sram_region(board, facts, uses_npu, pool_plan)
-        if sram != ram.name:
-            ram = regions[sram]
-            placed, pool_plan = plan(ram, ram)
-            again = zephyr_sram_region(board, facts, uses_npu, pool_plan)
-            if again != sram:
-                raise ProjectError(
-                    f"no consistent zephyr,sram region: with stack and data in {sram} the NPU pools move to {again}",
-                    hint="give the NPU-reachable RAM regions more room in the board file, or choose a smaller stack",
-                )
+        ram, placed, pool_plan = _zephyr_ram(planner, board, regions, zephyr_target, uses_npu)
         data_region = stack_region = ram
     else:
         data_region = _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
         stack_region = _fastest([r for r in board.regions if "stack" in r.uses and r.volatile], "stack")
-        placed, pool_plan = plan(data_region, stack_region)
+        placed, pool_plan = planner.plan(data_region, stack_region)
 
-    selected = tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library != "prim"))
-    prim = tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library == "prim"))
-    libs = tuple(sorted({o.library for o in report.operators if o.library in ("cortex_m", "portable", "quantized")}))
-    portable_sources = tuple(
-        sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators if o.library == "portable"})
-    )
-
-    cortex_m_sources = tuple(
-        sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators if o.library == "cortex_m"})
-    )
+    def sources(library: str) -> tuple[str, ...]:
+        return tuple(sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators
+                             if o.library == library}))
 
     report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
     ref = report.files.get("reference")
     reference_path = (report_dir / ref) if ref and (report_dir / ref).is_file() else None
-
     region_use = tuple(
         RegionUse(name=r.name, base=r.base, usable=r.usable, placed=placed[r.name])
         for r in sorted(board.regions, key=lambda r: r.base)
@@ -795,21 +704,184 @@ def make_spec(
         stack_size=stack_size,
         heap_size=heap_size,
         method_allocator_bound=method_bound,
-        selected_operators=selected,
-        prim_operators=prim,
-        kernel_libraries=libs,
-        portable_sources=portable_sources,
+        selected_operators=tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library != "prim")),
+        prim_operators=tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library == "prim")),
+        kernel_libraries=tuple(sorted({o.library for o in report.operators
+                                       if o.library in ("cortex_m", "portable", "quantized")})),
+        portable_sources=sources("portable"),
         uses_npu=uses_npu,
         inputs=tuple(_io(t) for t in report.inputs),
         outputs=tuple(_io(t) for t in report.outputs),
         region_use=region_use,
         budgets={"flash": board.budgets.flash, "ram": board.budgets.ram},
-        cortex_m_sources=cortex_m_sources,
+        cortex_m_sources=sources("cortex_m"),
         cmsis_nn_optimization=cmsis_nn_optimization(board),
         executorch_version=executorch_version or report.executorch_version,
         zephyr_release=zephyr_release if rtos == "zephyr" else None,
         zephyr_target=zephyr_target if rtos == "zephyr" else None,
     )
+
+
+def _check_program_fits(
+    report: ProgramReport, board: Board, backend: Backend, pte_path: Path, allow_cpu_mismatch: bool
+) -> None:
+    """The program's backend, NPU configuration and CPU agree with the board (see :func:`make_spec`).
+
+    Raises:
+        ProjectError: naming what differs and the compile command that fixes it.
+    """
+    if report.backend != backend:
+        # `armgen compile` picks the backend from --target (cortex-m* or ethos-u*); it has no --backend.
+        again = board.npu.vela_accelerator if backend == "ethos-u" and board.npu is not None else board.cpu.et_target
+        raise ProjectError(
+            f"program '{report.name}' was compiled for backend '{report.backend}', not '{backend}'",
+            hint=f"compile again: armgen compile {report.name} --target {again} (or armgen new without --model)",
+        )
+    if backend == "ethos-u" and board.npu is not None and report.target != board.npu.vela_accelerator:
+        # A Vela command stream only runs on the NPU configuration it was compiled for (the driver
+        # checks the product and MAC count at init), so this holds for emulator stand-ins too.
+        raise ProjectError(
+            f"{pte_path.name} was compiled for {report.target}, but board {board.name} has an "
+            f"{board.npu.vela_accelerator}",
+            hint=f"compile again: armgen compile {report.name} --target {board.npu.vela_accelerator} "
+            "(or armgen new without --model)",
+        )
+    if backend == "cortex-m" and not allow_cpu_mismatch and report.cpu != board.cpu.et_target:
+        raise ProjectError(
+            f"program '{report.name}' was compiled for {report.cpu}, but board '{board.name}' has a "
+            f"{board.cpu.et_target} (CMSIS-NN scratch buffers are planned per CPU)",
+            hint=f"compile again: armgen compile {report.name} --target {board.cpu.et_target} "
+            "(or armgen new without --model)",
+        )
+
+
+def _npu_reach_rule(rtos: Rtos) -> Callable[[MemoryRegion], bool]:
+    """Where the NPU may touch memory: at the region's own address on Zephyr (its driver does no
+    address remap), through any alias on bare metal."""
+    if rtos == "zephyr":
+        return lambda r: r.npu_address == r.base
+    return lambda r: r.npu_address is not None
+
+
+@dataclass(frozen=True)
+class _PoolRequest:
+    """A pool to place: name, bytes, kind, memory id (planned buffers) and whether the NPU uses it."""
+
+    name: str
+    bytes: int
+    kind: str
+    memory_id: int | None
+    npu: bool
+
+
+def _pool_requests(report: ProgramReport, pte_path: Path, uses_npu: bool) -> tuple[list[_PoolRequest], int]:
+    """The pools the program needs (planned buffers, method, temp) and the method-allocator bound.
+
+    Raises:
+        ProjectError: the ``.pte`` cannot be read.
+    """
+    requests = [
+        _PoolRequest(f"planned_{i}", int(size), "planned", i, uses_npu)
+        for i, size in enumerate(report.planned_buffers, start=1)
+    ]
+    try:
+        pte_bytes = pte_path.read_bytes()
+    except OSError as exc:
+        raise ProjectError(f"cannot read the program {pte_path}: {exc.strerror}") from exc
+    method_bound = method_allocator_bound(report, pte_bytes)
+    temp_size = temp_pool_size(report, pte_bytes)
+    requests.append(_PoolRequest("method", method_bound, "method", None, False))
+    if temp_size > 0:
+        # The NPU reads and writes the Vela scratch; the lookup scratch alone is CPU-only.
+        requests.append(_PoolRequest("temp", temp_size, "temp", None, uses_npu and report.temp_allocator_size > 0))
+    return requests, method_bound
+
+
+@dataclass(frozen=True)
+class _PoolPlanner:
+    """Places the pools once data, stack and heap are reserved (largest first, fastest region).
+
+    Attributes:
+        board. after_model: bytes already placed per region (the model). requests: the pools.
+        npu_reach: where the NPU may touch memory. data_reserve / stack_reserve: bytes for .data/.bss
+            (with the input.bin buffer) and for stack + heap.
+    """
+
+    board: Board
+    after_model: dict[str, int]
+    requests: list[_PoolRequest]
+    npu_reach: Callable[[MemoryRegion], bool]
+    data_reserve: int
+    stack_reserve: int
+
+    def plan(
+        self, data_region: MemoryRegion, stack_region: MemoryRegion
+    ) -> tuple[dict[str, int], tuple[PoolPlan, ...]]:
+        """Bytes placed per region and the pools (planned by memory id, then method, then temp).
+
+        Raises:
+            ProjectError: a region is short for stack, heap and data, or a pool fits nowhere.
+        """
+        placed = dict(self.after_model)
+        placed[data_region.name] += self.data_reserve
+        placed[stack_region.name] += self.stack_reserve
+        for reg in (data_region, stack_region):
+            if placed[reg.name] > reg.usable:
+                raise ProjectError(
+                    f"region {reg.name} is short by {placed[reg.name] - reg.usable} bytes for stack, heap and data",
+                    hint="choose a smaller stack or a board with more RAM",
+                )
+        pools: dict[str, PoolPlan] = {}
+        # Largest first so the big buffers get first pick of the fast regions they can fit.
+        for req in sorted(self.requests, key=lambda w: (-w.bytes, w.name)):
+            candidates = [
+                r for r in self.board.regions
+                if "pools" in r.uses and r.volatile and (not req.npu or self.npu_reach(r))
+            ]
+            if not candidates:
+                raise ProjectError(
+                    f"board '{self.board.name}' has no region for pool {req.name}"
+                    + (" that the NPU can reach" if req.npu else ""),
+                    hint="add a region with `uses: [pools]` (and npu_address) to the board file",
+                )
+            region = _place(f"pool {req.name}", _round_up(req.bytes, POOL_ALIGNMENT), candidates, placed)
+            pools[req.name] = PoolPlan(
+                name=req.name,
+                bytes=req.bytes,
+                region=region.name,
+                section=f".armgen_pool.{req.name}",
+                kind=req.kind,  # type: ignore[arg-type]
+                memory_id=req.memory_id,
+                npu=req.npu,
+            )
+        order = [r.name for r in self.requests if r.kind == "planned"] + ["method", "temp"]
+        return placed, tuple(pools[n] for n in order if n in pools)
+
+
+def _zephyr_ram(
+    planner: _PoolPlanner, board: Board, regions: dict[str, MemoryRegion], target: str, uses_npu: bool
+) -> tuple[MemoryRegion, dict[str, int], tuple[PoolPlan, ...]]:
+    """zephyr,sram (data, stack and heap in one region) and the pools planned around it.
+
+    Raises:
+        ProjectError: no region satisfies both the NPU pools and Zephyr's single RAM region.
+    """
+    from armgen.zephyr import dts_facts, zephyr_sram_region
+
+    facts = dts_facts(board, target)
+    ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
+    placed, pool_plan = planner.plan(ram, ram)
+    sram = zephyr_sram_region(board, facts, uses_npu, pool_plan)
+    if sram != ram.name:
+        ram = regions[sram]
+        placed, pool_plan = planner.plan(ram, ram)
+        again = zephyr_sram_region(board, facts, uses_npu, pool_plan)
+        if again != sram:
+            raise ProjectError(
+                f"no consistent zephyr,sram region: with stack and data in {sram} the NPU pools move to {again}",
+                hint="give the NPU-reachable RAM regions more room in the board file, or choose a smaller stack",
+            )
+    return ram, placed, pool_plan
 
 
 # ---- helpers -----------------------------------------------------------------------------------
