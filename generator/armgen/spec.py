@@ -590,21 +590,10 @@ def resolve_options(name: str, board: Board, backend: str | None, rtos: str | No
 
 
 def make_spec(
-    report: ProgramReport,
-    board: Board,
-    *,
-    name: str,
-    pte_path: Path,
-    report_path: Path | None = None,
-    board_ref: str | None = None,
-    rtos: Rtos | None = None,
-    backend: Backend | None = None,
-    model_source: str | None = None,
-    weights: str | None = None,
-    stack_size: int = DEFAULT_STACK_SIZE,
-    executorch_version: str | None = None,
-    allow_cpu_mismatch: bool = False,
-    zephyr_release: str | None = None,
+    report: ProgramReport, board: Board, *, name: str, pte_path: Path, report_path: Path | None = None,
+    board_ref: str | None = None, rtos: Rtos | None = None, backend: Backend | None = None,
+    model_source: str | None = None, weights: str | None = None, stack_size: int = DEFAULT_STACK_SIZE,
+    executorch_version: str | None = None, allow_cpu_mismatch: bool = False, zephyr_release: str | None = None,
 ) -> ProjectSpec:
     """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
 
@@ -630,6 +619,76 @@ def make_spec(
     check_stack_size(stack_size)
     _check_program_fits(report, board, backend, Path(pte_path), allow_cpu_mismatch)
     uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
+    mem = _plan_memory(report, board, rtos, backend, Path(pte_path), stack_size, zephyr_release, uses_npu)
+    report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
+    ref = report.files.get("reference")
+    ops = [(f"{o.name}.{o.overload}", o.library) for o in report.operators]
+    return ProjectSpec(
+        name=name,
+        rtos=rtos,
+        backend=backend,
+        board=board,
+        board_ref=board_ref or board.name,
+        report=report,
+        pte_path=Path(pte_path),
+        report_path=Path(report_path) if report_path else None,
+        reference_path=(report_dir / ref) if ref and (report_dir / ref).is_file() else None,
+        model_source=model_source or f"sample:{report.name}",
+        weights=weights,
+        pools=mem.pools,
+        code_region=mem.code_region,
+        model_region=mem.model_region,
+        data_region=mem.data_region,
+        stack_region=mem.stack_region,
+        stack_size=stack_size,
+        heap_size=mem.heap_size,
+        method_allocator_bound=mem.method_bound,
+        selected_operators=tuple(sorted(op for op, lib in ops if lib != "prim")),
+        prim_operators=tuple(sorted(op for op, lib in ops if lib == "prim")),
+        kernel_libraries=tuple(sorted({lib for _, lib in ops if lib in ("cortex_m", "portable", "quantized")})),
+        portable_sources=tuple(sorted({portable_source_for(op) for op, lib in ops if lib == "portable"})),
+        uses_npu=uses_npu,
+        inputs=tuple(_io(t) for t in report.inputs),
+        outputs=tuple(_io(t) for t in report.outputs),
+        region_use=tuple(
+            RegionUse(name=r.name, base=r.base, usable=r.usable, placed=mem.placed[r.name])
+            for r in sorted(board.regions, key=lambda r: r.base)
+            if mem.placed[r.name]
+        ),
+        budgets={"flash": board.budgets.flash, "ram": board.budgets.ram},
+        cortex_m_sources=tuple(sorted({portable_source_for(op) for op, lib in ops if lib == "cortex_m"})),
+        cmsis_nn_optimization=cmsis_nn_optimization(board),
+        executorch_version=executorch_version or report.executorch_version,
+        zephyr_release=mem.zephyr_release,
+        zephyr_target=mem.zephyr_target,
+    )
+
+
+@dataclass(frozen=True)
+class _MemoryPlan:
+    """Where everything goes (region names), the pools, and bytes placed per region."""
+
+    code_region: str
+    model_region: str
+    data_region: str
+    stack_region: str
+    pools: tuple[PoolPlan, ...]
+    placed: dict[str, int]
+    heap_size: int
+    method_bound: int
+    zephyr_release: str | None
+    zephyr_target: str | None
+
+
+def _plan_memory(
+    report: ProgramReport, board: Board, rtos: Rtos, backend: Backend, pte_path: Path, stack_size: int,
+    zephyr_release: str | None, uses_npu: bool,
+) -> _MemoryPlan:
+    """Place the model, .data/.bss, the stack and heap, and every pool (see :func:`make_spec`).
+
+    Raises:
+        ProjectError: the model or a pool fits no region (naming the region and the shortfall).
+    """
     regions = {r.name: r for r in board.regions}
     placed: dict[str, int] = {r.name: 0 for r in board.regions}
     code_region = _code_region(board)
@@ -649,7 +708,7 @@ def make_spec(
     # new input over in (input.bin: all inputs, in .bss).
     input_buffer = sum(t.nbytes for t in report.inputs) if reads_input_file(board, rtos) else 0
     heap_size = DEFAULT_HEAP_SIZE[backend]
-    requests, method_bound = _pool_requests(report, Path(pte_path), uses_npu)
+    requests, method_bound = _pool_requests(report, pte_path, uses_npu)
     planner = _PoolPlanner(board, dict(placed), requests, npu_reach,
                            DATA_RESERVE + _round_up(input_buffer, POOL_ALIGNMENT), stack_size + heap_size)
 
@@ -672,51 +731,15 @@ def make_spec(
         stack_region = _fastest([r for r in board.regions if "stack" in r.uses and r.volatile], "stack")
         placed, pool_plan = planner.plan(data_region, stack_region)
 
-    def sources(library: str) -> tuple[str, ...]:
-        return tuple(sorted({portable_source_for(f"{o.name}.{o.overload}") for o in report.operators
-                             if o.library == library}))
-
-    report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
-    ref = report.files.get("reference")
-    reference_path = (report_dir / ref) if ref and (report_dir / ref).is_file() else None
-    region_use = tuple(
-        RegionUse(name=r.name, base=r.base, usable=r.usable, placed=placed[r.name])
-        for r in sorted(board.regions, key=lambda r: r.base)
-        if placed[r.name]
-    )
-    return ProjectSpec(
-        name=name,
-        rtos=rtos,
-        backend=backend,
-        board=board,
-        board_ref=board_ref or board.name,
-        report=report,
-        pte_path=Path(pte_path),
-        report_path=Path(report_path) if report_path else None,
-        reference_path=reference_path,
-        model_source=model_source or f"sample:{report.name}",
-        weights=weights,
-        pools=pool_plan,
+    return _MemoryPlan(
         code_region=code_region.name,
         model_region=model_region.name,
         data_region=data_region.name,
         stack_region=stack_region.name,
-        stack_size=stack_size,
+        pools=pool_plan,
+        placed=placed,
         heap_size=heap_size,
-        method_allocator_bound=method_bound,
-        selected_operators=tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library != "prim")),
-        prim_operators=tuple(sorted(f"{o.name}.{o.overload}" for o in report.operators if o.library == "prim")),
-        kernel_libraries=tuple(sorted({o.library for o in report.operators
-                                       if o.library in ("cortex_m", "portable", "quantized")})),
-        portable_sources=sources("portable"),
-        uses_npu=uses_npu,
-        inputs=tuple(_io(t) for t in report.inputs),
-        outputs=tuple(_io(t) for t in report.outputs),
-        region_use=region_use,
-        budgets={"flash": board.budgets.flash, "ram": board.budgets.ram},
-        cortex_m_sources=sources("cortex_m"),
-        cmsis_nn_optimization=cmsis_nn_optimization(board),
-        executorch_version=executorch_version or report.executorch_version,
+        method_bound=method_bound,
         zephyr_release=zephyr_release if rtos == "zephyr" else None,
         zephyr_target=zephyr_target if rtos == "zephyr" else None,
     )
