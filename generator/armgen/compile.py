@@ -294,17 +294,9 @@ def _flag(spec: Any, key: str) -> str:
 # ---- the stage -----------------------------------------------------------------------------
 
 def compile_model(
-    source: str | ModelSource,
-    target: str,
-    *,
-    out_dir: Path | str,
-    cpu: str | None = None,
-    system_config: str | None = None,
-    memory_mode: str | None = None,
-    vela_config_file: str | Path | None = None,
-    weights: str | Path | None = None,
-    calibration: str | Path | None = None,
-    name: str | None = None,
+    source: str | ModelSource, target: str, *, out_dir: Path | str, cpu: str | None = None,
+    system_config: str | None = None, memory_mode: str | None = None, vela_config_file: str | Path | None = None,
+    weights: str | Path | None = None, calibration: str | Path | None = None, name: str | None = None,
 ) -> CompileResult:
     """Compile a model to an int8 ExecuTorch program for a Cortex-M CPU or an Ethos-U NPU.
 
@@ -337,6 +329,172 @@ def compile_model(
     """
     backend = parse_target(target)
     target = target.strip().lower()
+    cpu = _program_cpu(backend, target, cpu, system_config, memory_mode, vela_config_file)
+
+    src, name = _model_to_compile(source, weights, name)
+    assert src.model is not None and src.example_inputs is not None
+    notes = list(src.notes)
+    warns = list(src.warnings)
+
+    where = str(src.path) if src.path else src.name
+    model = src.model.eval()
+    run_forward(model, src.example_inputs, where)
+
+    calib = _calibration_set(src, calibration, notes, warns)
+    for sample in calib:
+        run_forward(model, sample, f"{where} (calibration sample)")
+
+    ref_inputs = tuple(t.detach().clone() for t in src.representative[0]) if src.representative else src.example_inputs
+
+    with _quiet():
+        qmodel, qep = _quantize(
+            model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file
+        )
+    vela_text = io.StringIO()
+    edge, in_q, out_q, spec = _lower(qep, backend, target, cpu, system_config, memory_mode, vela_config_file,
+                                     vela_text)
+    # to_executorch() rewrites the edge program in place: keep the lowered one to run on the host for
+    # the reference (Cortex-M only; a delegate cannot run on the host).
+    lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
+    pte_bytes = _to_pte(edge, target, vela_text)
+    vela_infos = _vela_infos(backend, target, spec, vela_text, notes)
+
+    report, files = _program_report(pte_bytes, name, backend, target, cpu, in_q, out_q, vela_infos, warns,
+                                    lowered is not None)
+    arrays = _reference_arrays(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
+
+    written = _write_outputs(Path(out_dir), name, pte_bytes, qep, lowered, arrays, report, files, vela_text, target)
+    return CompileResult(
+        report=report,
+        pte_path=written["pte"],
+        report_path=written["report"],
+        files=written,
+        notes=tuple(notes),
+    )
+
+
+def _program_report(
+    pte_bytes: bytes, name: str, backend: str, target: str, cpu: str, in_q: list[Any], out_q: list[Any],
+    vela_infos: tuple[VelaInfo, ...], warns: list[str], has_lowered: bool,
+) -> tuple[ProgramReport, dict[str, str]]:
+    """The program report (read from the ``.pte`` with ExecuTorch's deserializer, plus what only the
+    compile stage knows) and the file names of the other outputs by role.
+
+    Raises:
+        ModelError: the program's I/O quantization is not what the firmware can feed.
+    """
+    files = {
+        "quantized_program": f"{name}.pt2",
+        "reference": f"{name}.reference.npz",
+    }
+    if has_lowered:
+        files["lowered_program"] = f"{name}.lowered.pt2"
+    if backend == "ethos-u":
+        files["vela_summary"] = f"{name}.vela.txt"
+    extras = ProgramExtras(
+        name=name, backend=backend, target=target, cpu=cpu,
+        input_quant=tuple(in_q), output_quant=tuple(out_q), vela=vela_infos,
+        files=files, warnings=tuple(warns),
+    )
+    report = report_from_pte_bytes(pte_bytes, f"{name}.pte", extras, source=f"the {target} program of {name}")
+    _check_io_quant(report)
+    return report, files
+
+
+def _model_to_compile(
+    source: str | ModelSource, weights: str | Path | None, name: str | None
+) -> tuple[ModelSource, str]:
+    """The loaded model and the output file stem.
+
+    Raises:
+        ModelError: the model cannot be loaded, is already a ``.pte``, or the name is not usable.
+    """
+    src = source if isinstance(source, ModelSource) else resolve_model(str(source), weights)
+    if src.kind == "pte":
+        raise ModelError(
+            f"{src.path} is already an ExecuTorch program; nothing to compile",
+            hint=f"use `armgen inspect {src.path}`",
+        )
+    name = name or src.name
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", name):
+        raise ModelError(f"'{name}' is not a usable output name (letters, digits, _ and - only)")
+    return src, name
+
+
+def _lower(
+    qep: Any, backend: str, target: str, cpu: str, system_config: str | None, memory_mode: str | None,
+    vela_config_file: str | Path | None, vela_text: io.StringIO,
+) -> tuple[Any, list[Any], list[Any], Any]:
+    """The quantized program lowered to the edge dialect for CMSIS-NN or Vela: (edge program manager,
+    input quantization, output quantization, Ethos-U compile spec or None). Vela's output goes to
+    ``vela_text``.
+
+    Raises:
+        ModelError: lowering failed (one line from whichever layer failed).
+    """
+    spec = None
+    try:
+        with _quiet(vela_text):
+            if backend == "cortex-m":
+                edge, in_q, out_q = _lower_cortex_m(qep, cpu)
+            else:
+                spec = _ethos_u_spec(target, system_config, memory_mode,
+                                     str(vela_config_file) if vela_config_file else None)
+                edge, in_q, out_q = _lower_ethos_u(qep, spec)
+    except ArmgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers
+        raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
+    return edge, in_q, out_q, spec
+
+
+def _to_pte(edge: Any, target: str, vela_text: io.StringIO) -> bytes:
+    """The ``.pte`` bytes of the edge program (delegate blobs kept inline).
+
+    Raises:
+        ModelError: ExecuTorch's emitter failed.
+    """
+    try:
+        with _quiet(vela_text):
+            from executorch.exir import ExecutorchBackendConfig
+
+            et_program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=False))
+            return bytes(et_program.buffer)
+    except ArmgenError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers
+        raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
+
+
+def _vela_infos(
+    backend: str, target: str, spec: Any, vela_text: io.StringIO, notes: list[str]
+) -> tuple[VelaInfo, ...]:
+    """Vela's per-delegate summary (cycles, SRAM and flash bytes) for an Ethos-U program; () otherwise."""
+    if backend != "ethos-u":
+        return ()
+    summaries = parse_vela_summary(vela_text.getvalue())
+    sysc, mode = _flag(spec, "--system-config"), _flag(spec, "--memory-mode")
+    notes.append(f"Vela: {target}, system config {sysc}, memory mode {mode}")
+    return tuple(
+        VelaInfo(
+            accelerator_config=target, system_config=sysc, memory_mode=mode, scratch_size=0,
+            fast_scratch_size=0, command_stream_size=0, weights_size=0,
+            cycles=s["cycles"], sram_bytes=s["sram_bytes"], flash_bytes=s["flash_bytes"],
+        )
+        for s in summaries
+    )
+
+
+def _program_cpu(
+    backend: str, target: str, cpu: str | None, system_config: str | None, memory_mode: str | None,
+    vela_config_file: str | Path | None,
+) -> str:
+    """The Cortex-M that runs the program's CPU part (see :func:`compile_model`'s ``cpu``).
+
+    Raises:
+        ModelError: a CPU other than a Cortex-M target, an unknown CPU, Vela options for a Cortex-M
+            target, or a missing Vela config file.
+    """
     if backend == "cortex-m":
         if cpu is not None and cpu.strip().lower() != target:
             raise ModelError(
@@ -352,24 +510,19 @@ def compile_model(
             raise ModelError(f"unknown CPU '{cpu}'", hint="use one of " + ", ".join(CORTEX_M_TARGETS))
     if vela_config_file is not None and not Path(vela_config_file).is_file():
         raise ModelError(f"{vela_config_file}: Vela config file not found")
+    return cpu
 
-    src = source if isinstance(source, ModelSource) else resolve_model(str(source), weights)
-    if src.kind == "pte":
-        raise ModelError(
-            f"{src.path} is already an ExecuTorch program; nothing to compile",
-            hint=f"use `armgen inspect {src.path}`",
-        )
-    assert src.model is not None and src.example_inputs is not None
-    name = name or src.name
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", name):
-        raise ModelError(f"'{name}' is not a usable output name (letters, digits, _ and - only)")
-    notes = list(src.notes)
-    warns = list(src.warnings)
 
-    where = str(src.path) if src.path else src.name
-    model = src.model.eval()
-    run_forward(model, src.example_inputs, where)
+def _calibration_set(
+    src: ModelSource, calibration: str | Path | None, notes: list[str], warns: list[str]
+) -> list[tuple[torch.Tensor, ...]]:
+    """Representative inputs for post-training quantization: the given data, else the sample's
+    generator, else the example inputs (each with a note or warning).
 
+    Raises:
+        ModelError: the calibration data cannot be read or does not fit the model's inputs.
+    """
+    assert src.example_inputs is not None
     if calibration is not None:
         calib = load_calibration(calibration, src.example_inputs)
         notes.append(f"calibrating with {len(calib)} samples from {calibration}")
@@ -385,67 +538,19 @@ def compile_model(
             "no --calibration data: calibrating with the example inputs only; int8 accuracy depends on "
             "representative data"
         )
-    for sample in calib:
-        run_forward(model, sample, f"{where} (calibration sample)")
+    return calib
 
-    ref_inputs = tuple(t.detach().clone() for t in src.representative[0]) if src.representative else src.example_inputs
 
-    with _quiet():
-        qmodel, qep = _quantize(
-            model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file
-        )
-    vela_text = io.StringIO()
-    spec = None
-    try:
-        with _quiet(vela_text):
-            if backend == "cortex-m":
-                edge, in_q, out_q = _lower_cortex_m(qep, cpu)
-            else:
-                spec = _ethos_u_spec(target, system_config, memory_mode,
-                                     str(vela_config_file) if vela_config_file else None)
-                edge, in_q, out_q = _lower_ethos_u(qep, spec)
-            # to_executorch() rewrites the edge program in place: keep the lowered one to run
-            # on the host for the reference (Cortex-M only; a delegate cannot run on the host).
-            lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
-            from executorch.exir import ExecutorchBackendConfig
+def _reference_arrays(
+    ref_inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any], out_q: list[Any],
+    lowered: Any, qmodel: Any, target: str,
+) -> dict[str, np.ndarray]:
+    """The reference ``.npz``: the firmware's inputs (program dtype, memory order) and the expected
+    outputs, from the lowered program on the host (Cortex-M) or the quantized model (delegates).
 
-            et_program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=False))
-            pte_bytes = bytes(et_program.buffer)
-    except ArmgenError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers
-        raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
-
-    vela_infos: tuple[VelaInfo, ...] = ()
-    if backend == "ethos-u":
-        summaries = parse_vela_summary(vela_text.getvalue())
-        sysc, mode = _flag(spec, "--system-config"), _flag(spec, "--memory-mode")
-        vela_infos = tuple(
-            VelaInfo(
-                accelerator_config=target, system_config=sysc, memory_mode=mode, scratch_size=0,
-                fast_scratch_size=0, command_stream_size=0, weights_size=0,
-                cycles=s["cycles"], sram_bytes=s["sram_bytes"], flash_bytes=s["flash_bytes"],
-            )
-            for s in summaries
-        )
-        notes.append(f"Vela: {target}, system config {sysc}, memory mode {mode}")
-
-    files = {
-        "quantized_program": f"{name}.pt2",
-        "reference": f"{name}.reference.npz",
-    }
-    if lowered is not None:
-        files["lowered_program"] = f"{name}.lowered.pt2"
-    if backend == "ethos-u":
-        files["vela_summary"] = f"{name}.vela.txt"
-    extras = ProgramExtras(
-        name=name, backend=backend, target=target, cpu=cpu,
-        input_quant=tuple(in_q), output_quant=tuple(out_q), vela=vela_infos,
-        files=files, warnings=tuple(warns),
-    )
-    report = report_from_pte_bytes(pte_bytes, f"{name}.pte", extras, source=f"the {target} program of {name}")
-    _check_io_quant(report)
-
+    Raises:
+        ModelError: the lowered program fails on the host.
+    """
     arrays: dict[str, np.ndarray] = {}
     prog_inputs = []  # what the firmware gets: program dtype, logical shape, strides in dim order
     for i, (t, info) in enumerate(zip(ref_inputs, report.inputs, strict=False)):
@@ -483,8 +588,19 @@ def compile_model(
             arr = y
         arrays[f"output_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
         arrays[f"float_output_{i}"] = np.asarray(y, dtype=np.float32)
+    return arrays
 
-    out_dir = Path(out_dir)
+
+def _write_outputs(
+    out_dir: Path, name: str, pte_bytes: bytes, qep: Any, lowered: Any, arrays: dict[str, np.ndarray],
+    report: ProgramReport, files: dict[str, str], vela_text: io.StringIO, target: str,
+) -> dict[str, Path]:
+    """Write the ``.pte``, report, quantized and lowered programs, reference and Vela summary into a
+    temporary folder, then move each into ``out_dir``: ``{role: path}``.
+
+    Raises:
+        ModelError: the folder cannot be created or written, or the lowered program not serialized.
+    """
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".armgen-compile-", dir=out_dir))
@@ -504,7 +620,7 @@ def compile_model(
             except Exception as exc:  # noqa: BLE001 - the serializer raises its own types
                 raise ModelError(f"cannot save the lowered {target} program: {_one_line(exc)}") from exc
         _write_npz(tmp / files["reference"], arrays)
-        if backend == "ethos-u":
+        if "vela_summary" in files:
             (tmp / files["vela_summary"]).write_text(_clean_vela_text(vela_text.getvalue()))
         report.save(tmp / f"{name}.report.json")
         written: dict[str, Path] = {}
@@ -516,13 +632,7 @@ def compile_model(
         raise ModelError(f"{out_dir}: cannot write outputs ({exc.strerror})") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return CompileResult(
-        report=report,
-        pte_path=written["pte"],
-        report_path=written["report"],
-        files=written,
-        notes=tuple(notes),
-    )
+    return written
 
 
 def _with_dim_order(t: torch.Tensor, dim_order: tuple[int, ...]) -> torch.Tensor:
