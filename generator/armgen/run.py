@@ -1124,19 +1124,138 @@ def _one_run(
     return qrun, log, outs
 
 
+@dataclass
+class _QemuRuns:
+    """Runs one firmware repeatedly, keeping the wall time and the QEMU logs of every run."""
+
+    elf: Path
+    emulator: Emulator
+    report: ProgramReport
+    timeout: float
+    log_dir: Path | None
+    seconds: float = 0.0
+    logs: list[str] = field(default_factory=list)
+
+    def run(self, data: bytes | None, log_name: str, label: str) -> tuple[FirmwareLog, list[np.ndarray]]:
+        log_path = Path(self.log_dir) / log_name if self.log_dir else None
+        qrun, log, outs = _one_run(self.elf, self.emulator, self.report, data, self.timeout, log_path, label)
+        self.seconds += qrun.seconds
+        if qrun.log:
+            self.logs.append(qrun.log)
+        return log, outs
+
+
+def _run_input(
+    report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray] | None, input_source: str | None,
+    findings: list[Finding],
+) -> tuple[bytes | None, str, Sequence[np.ndarray] | None, str | None]:
+    """What the firmware is given and what it is compared with: (input.bin bytes or None, a label for
+    the input, reference outputs or None, where the reference came from).
+
+    Raises:
+        RunError: the given inputs do not fit the program, or the reference cannot be read.
+    """
+    reference = load_reference(report, report_dir)
+    if inputs is not None:
+        if len(inputs) != len(report.inputs):
+            raise RunError(f"{len(inputs)} inputs given, the program takes {len(report.inputs)}")
+        q_inputs = [quantize_input(a, t) for a, t in zip(inputs, report.inputs, strict=True)]
+        ref_outputs: Sequence[np.ndarray] | None = None
+        ref_source = None
+        try:
+            ref_outputs = reference_outputs(report, report_dir, q_inputs)
+            ref_path, ref_kind = reference_program(report, report_dir)
+            ref_source = str(ref_path)
+            if ref_kind != "lowered_cortex_m":
+                findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
+        except RunError as exc:
+            findings.append(Finding("warning", "reference", f"no reference for this input: {exc.message}"))
+        return input_bytes(q_inputs, report.inputs), input_source or "given input", ref_outputs, ref_source
+    if reference is not None:
+        q_inputs = [quantize_input(a, t) for a, t in zip(reference.inputs, report.inputs, strict=True)]
+        if reference.kind != "lowered_cortex_m":
+            findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
+        return (input_bytes(q_inputs, report.inputs), "sample input (reference .npz)", reference.outputs,
+                reference.source)
+    findings.append(Finding("warning", "reference", "the program report names no reference: outputs not compared"))
+    return None, "firmware's embedded sample input", None, None
+
+
+def _repeated_runs(
+    runs: _QemuRuns, data: bytes | None, repeat: int, input_given: bool, source: str, findings: list[Finding]
+) -> tuple[FirmwareLog, list[np.ndarray], list[int | None], str]:
+    """``repeat`` runs with the same input: the first run's log and outputs, every run's ticks, and the
+    input label (the firmware may say it ran its embedded input). Differing outputs are an error finding.
+
+    Raises:
+        RunError: as :func:`_one_run`; or a given input the firmware ignored.
+    """
+    ticks_per_run: list[int | None] = []
+    first: tuple[FirmwareLog, list[np.ndarray]] | None = None
+    for n in range(repeat):
+        label = f"run {n + 1} of {repeat}" if repeat > 1 else ""
+        log, outs = runs.run(data, f"qemu-{n + 1}.log", label)
+        ticks_per_run.append(log.ticks)
+        if first is None:
+            first = (log, outs)
+            if log.input_source == "embedded" and input_given:
+                raise RunError(
+                    "the firmware ignored input.bin and ran its embedded sample input",
+                    hint="regenerate the project with this armgen (`armgen new --force`) so its "
+                    "firmware reads input.bin through semihosting",
+                )
+            if log.input_source == "embedded":
+                source = "firmware's embedded sample input (the reference's input)"
+        elif any(not np.array_equal(a, b) for a, b in zip(first[1], outs, strict=False)):
+            findings.append(
+                Finding("error", "outputs", f"outputs of run {n + 1} differ from run 1 with the same input")
+            )
+    assert first is not None
+    return first[0], first[1], ticks_per_run, source
+
+
+def _second_input_checked(
+    runs: _QemuRuns, report: ProgramReport, report_dir: Path, outs: list[np.ndarray], findings: list[Finding]
+) -> bool:
+    """Run a second, seeded input: its outputs must differ from the first input's (else the model is
+    degenerate or the firmware ignores input.bin) and, where a reference can be computed, match it.
+
+    Returns:
+        True when the firmware read the second input.
+    """
+    alt = alternate_inputs(report.inputs)
+    alt_log, alt_outs = runs.run(input_bytes(alt, report.inputs), "qemu-alternate.log", "second input")
+    alternate_checked = alt_log.input_source != "embedded"
+    if not alternate_checked:
+        findings.append(
+            Finding("warning", "second input",
+                    "the firmware does not read input.bin (it printed `ARMGEN input embedded`): "
+                    "outputs were not checked against a second input")
+        )  # fmt: skip
+    elif all(np.array_equal(a, b) for a, b in zip(outs, alt_outs, strict=False)):
+        findings.append(
+            Finding("error", "outputs",
+                    "outputs are identical for two different inputs: degenerate model, or the "
+                    "firmware does not read input.bin")
+        )  # fmt: skip
+    try:
+        if not alternate_checked:
+            raise RunError("the firmware did not run it")
+        alt_ref = reference_outputs(report, report_dir, alt)
+    except RunError as exc:
+        findings.append(Finding("info", "second input", f"not compared with a reference: {exc.message}"))
+    else:
+        _, alt_findings = _compare(alt_outs, alt_ref, report.outputs)
+        for f in alt_findings:
+            if "reference" in f.message:
+                findings.append(Finding(f.severity, f"{f.subject} (second input)", f.message))
+    return alternate_checked
+
+
 def run_firmware(
-    elf: Path,
-    report: ProgramReport,
-    emulator: Emulator,
-    *,
-    report_dir: Path,
-    inputs: Sequence[np.ndarray] | None = None,
-    input_source: str | None = None,
-    timeout: float = 60.0,
-    repeat: int = 2,
-    check_alternate: bool = True,
-    log_dir: Path | None = None,
-    firmware: str = "baremetal",
+    elf: Path, report: ProgramReport, emulator: Emulator, *, report_dir: Path,
+    inputs: Sequence[np.ndarray] | None = None, input_source: str | None = None, timeout: float = 60.0,
+    repeat: int = 2, check_alternate: bool = True, log_dir: Path | None = None, firmware: str = "baremetal",
     zephyr_board: str | None = None,
 ) -> RunReport:
     """Run a built firmware on QEMU and check it against the program report and its reference.
@@ -1168,105 +1287,15 @@ def run_firmware(
         ToolchainError: qemu-system-arm is missing.
     """
     repeat = max(1, int(repeat))
-    reference = load_reference(report, report_dir)
     findings: list[Finding] = []
-    ref_outputs: Sequence[np.ndarray] | None = None
-    ref_source: str | None = None
-
-    if inputs is not None:
-        if len(inputs) != len(report.inputs):
-            raise RunError(f"{len(inputs)} inputs given, the program takes {len(report.inputs)}")
-        q_inputs = [quantize_input(a, t) for a, t in zip(inputs, report.inputs, strict=True)]
-        data: bytes | None = input_bytes(q_inputs, report.inputs)
-        source = input_source or "given input"
-        try:
-            ref_outputs = reference_outputs(report, report_dir, q_inputs)
-            ref_path, ref_kind = reference_program(report, report_dir)
-            ref_source = str(ref_path)
-            if ref_kind != "lowered_cortex_m":
-                findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
-        except RunError as exc:
-            findings.append(Finding("warning", "reference", f"no reference for this input: {exc.message}"))
-    elif reference is not None:
-        q_inputs = [quantize_input(a, t) for a, t in zip(reference.inputs, report.inputs, strict=True)]
-        data = input_bytes(q_inputs, report.inputs)
-        source = "sample input (reference .npz)"
-        ref_outputs, ref_source = reference.outputs, reference.source
-        if reference.kind != "lowered_cortex_m":
-            findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
-    else:
-        q_inputs, data = [], None
-        source = "firmware's embedded sample input"
-        findings.append(Finding("warning", "reference", "the program report names no reference: outputs not compared"))
-
-    logs: list[str] = []
-    seconds = 0.0
-    ticks_per_run: list[int | None] = []
-    first: tuple[FirmwareLog, list[np.ndarray]] | None = None
-    for n in range(repeat):
-        label = f"run {n + 1} of {repeat}" if repeat > 1 else ""
-        log_path = Path(log_dir) / f"qemu-{n + 1}.log" if log_dir else None
-        qrun, log, outs = _one_run(elf, emulator, report, data, timeout, log_path, label)
-        seconds += qrun.seconds
-        if qrun.log:
-            logs.append(qrun.log)
-        ticks_per_run.append(log.ticks)
-        if first is None:
-            first = (log, outs)
-            if log.input_source == "embedded" and inputs is not None:
-                raise RunError(
-                    "the firmware ignored input.bin and ran its embedded sample input",
-                    hint="regenerate the project with this armgen (`armgen new --force`) so its "
-                    "firmware reads input.bin through semihosting",
-                )
-            if log.input_source == "embedded":
-                source = "firmware's embedded sample input (the reference's input)"
-        elif any(not np.array_equal(a, b) for a, b in zip(first[1], outs, strict=False)):
-            findings.append(
-                Finding("error", "outputs", f"outputs of run {n + 1} differ from run 1 with the same input")
-            )
-    assert first is not None
-    log, outs = first
-
+    data, source, ref_outputs, ref_source = _run_input(report, report_dir, inputs, input_source, findings)
+    runs = _QemuRuns(elf, emulator, report, timeout, log_dir)
+    log, outs, ticks_per_run, source = _repeated_runs(runs, data, repeat, inputs is not None, source, findings)
     checks, out_findings = _compare(outs, ref_outputs, report.outputs)
     findings.extend(out_findings)
-
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:
-        alt = alternate_inputs(report.inputs)
-        alt_log_path = Path(log_dir) / "qemu-alternate.log" if log_dir else None
-        qrun, alt_log, alt_outs = _one_run(
-            elf, emulator, report, input_bytes(alt, report.inputs), timeout, alt_log_path,
-            "second input",
-        )  # fmt: skip
-        seconds += qrun.seconds
-        if qrun.log:
-            logs.append(qrun.log)
-        alternate_checked = alt_log.input_source != "embedded"
-        if not alternate_checked:
-            findings.append(
-                Finding("warning", "second input",
-                        "the firmware does not read input.bin (it printed `ARMGEN input embedded`): "
-                        "outputs were not checked against a second input")
-            )  # fmt: skip
-        elif all(np.array_equal(a, b) for a, b in zip(outs, alt_outs, strict=False)):
-            findings.append(
-                Finding("error", "outputs",
-                        "outputs are identical for two different inputs: degenerate model, or the "
-                        "firmware does not read input.bin")
-            )  # fmt: skip
-        try:
-            if not alternate_checked:
-                raise RunError("the firmware did not run it")
-            alt_ref = reference_outputs(report, report_dir, alt)
-        except RunError as exc:
-            findings.append(Finding("info", "second input", f"not compared with a reference: {exc.message}"))
-        else:
-            _, alt_findings = _compare(alt_outs, alt_ref, report.outputs)
-            for f in alt_findings:
-                if "reference" in f.message:
-                    findings.append(Finding(f.severity, f"{f.subject} (second input)", f.message))
-
+        alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings)
     if log.ticks is None:
         findings.append(Finding("warning", "ticks", "the firmware printed no `ARMGEN ticks` line"))
     elif len(set(ticks_per_run)) > 1:
@@ -1299,10 +1328,10 @@ def run_firmware(
         ticks_per_run=tuple(ticks_per_run),
         systick_hz=hz,
         instructions=instructions,
-        seconds=round(seconds, 3),
+        seconds=round(runs.seconds, 3),
         findings=tuple(findings),
         passed=passed,
-        logs=tuple(logs),
+        logs=tuple(runs.logs),
         firmware=firmware,
         zephyr_board=zephyr_board,
     )
