@@ -1308,8 +1308,6 @@ def run_firmware(
         findings.append(Finding("warning", "console", f"line not understood by this armgen: {line!r}"))
 
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
-    instructions = instructions_from_ticks(log.ticks, emulator.qemu_machine) if (log.ticks is not None and hz) else None
-    passed = not any(f.severity == "error" for f in findings) and ref_outputs is not None
     return RunReport(
         elf=str(elf),
         board=emulator.board,
@@ -1327,10 +1325,11 @@ def run_firmware(
         ticks=log.ticks,
         ticks_per_run=tuple(ticks_per_run),
         systick_hz=hz,
-        instructions=instructions,
+        instructions=instructions_from_ticks(log.ticks, emulator.qemu_machine) if (log.ticks is not None and hz)
+        else None,
         seconds=round(runs.seconds, 3),
         findings=tuple(findings),
-        passed=passed,
+        passed=not any(f.severity == "error" for f in findings) and ref_outputs is not None,
         logs=tuple(runs.logs),
         firmware=firmware,
         zephyr_board=zephyr_board,

@@ -37,7 +37,7 @@ import bisect
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -505,14 +505,7 @@ class ElfSizeReport:
                     "ram": s.ram,
                     "components": dict(s.components),
                     "placements": [
-                        {
-                            "what": p.what,
-                            "address": p.address,
-                            "size": p.size,
-                            "memory": p.memory,
-                            "region": p.region,
-                        }
-                        for p in s.placements
+                        {k: v for k, v in asdict(p).items() if k != "section"} for p in s.placements
                     ],
                 }
                 for s in self.sections
@@ -533,33 +526,9 @@ class ElfSizeReport:
                 for r in self.regions
             ],
             "components": {c.name: {"flash": c.flash, "ram": c.ram} for c in self.components},
-            "pools": [
-                {"name": p.name, "size": p.size, "address": p.address, "section": p.section, "region": p.region}
-                for p in self.pools
-            ],
-            "stacks": [
-                {
-                    "name": x.name,
-                    "kind": x.kind,
-                    "symbol": x.symbol,
-                    "size": x.size,
-                    "address": x.address,
-                    "section": x.section,
-                    "region": x.region,
-                }
-                for x in self.stacks
-            ],
-            "misplaced": [
-                {
-                    "section": m.section,
-                    "what": m.what,
-                    "address": m.address,
-                    "size": m.size,
-                    "region": m.region,
-                    "reason": m.reason,
-                }
-                for m in self.misplaced
-            ],
+            "pools": [asdict(p) for p in self.pools],
+            "stacks": [asdict(x) for x in self.stacks],
+            "misplaced": [asdict(m) for m in self.misplaced],
             "notes": list(self.notes),
         }
 
