@@ -608,58 +608,71 @@ def _open_elf(path: Path) -> _Elf:
                 f"{path} has no section headers (stripped with --strip-section-headers or similar)",
                 hint="size the unstripped ELF the build wrote",
             )
-        segments = [
-            (s["p_vaddr"], s["p_paddr"], s["p_memsz"], s["p_offset"], s["p_filesz"])
-            for s in elf.iter_segments()
-            if s["p_type"] == "PT_LOAD"
-        ]
-        sections: list[_RawSection] = []
-        for sec in elf.iter_sections():
-            flags = sec["sh_flags"]
-            size = sec["sh_size"]
-            if not flags & _SHF_ALLOC or size == 0:
-                continue
-            nobits = sec["sh_type"] == "SHT_NOBITS"
-            if nobits and flags & _SHF_TLS:
-                continue  # .tbss takes no memory of its own
-            vma = sec["sh_addr"]
-            lma = vma
-            if not nobits:
-                off = sec["sh_offset"]
-                for p_vaddr, p_paddr, p_memsz, p_offset, p_filesz in segments:
-                    if p_vaddr <= vma and vma + size <= p_vaddr + p_memsz and p_offset <= off < p_offset + max(
-                        p_filesz, 1
-                    ):
-                        lma = p_paddr + (vma - p_vaddr)
-                        break
-            sections.append(
-                _RawSection(
-                    name=sec.name,
-                    type=str(sec["sh_type"]).removeprefix("SHT_"),
-                    flags=flags,
-                    vma=vma,
-                    lma=lma,
-                    size=size,
-                    nobits=nobits,
-                )
-            )
-        symbols: list[_Symbol] = []
-        linker_symbols: dict[str, int] = {}
-        symtab = elf.get_section_by_name(".symtab")
-        if symtab is not None and hasattr(symtab, "iter_symbols"):
-            for sym in symtab.iter_symbols():
-                stype = sym["st_info"]["type"]
-                if stype in ("STT_FUNC", "STT_OBJECT") and sym.name:
-                    addr = sym["st_value"] & ~1 if stype == "STT_FUNC" else sym["st_value"]
-                    symbols.append(_Symbol(sym.name, addr, sym["st_size"], stype))
-                elif stype == "STT_NOTYPE" and sym.name in _LINKER_SYMBOLS:
-                    linker_symbols[sym.name] = sym["st_value"]
+        sections = _elf_sections(elf)
+        symbols, linker_symbols = _elf_symbols(elf)
         cu_paths = _dwarf_cu_ranges(elf) if elf.has_dwarf_info() else None
     except ELFError as exc:
         raise SizeError(f"{path} is not a valid ELF file: {exc}") from None
     sections.sort(key=lambda s: (s.vma, s.name))
     symbols.sort(key=lambda s: (s.address, s.name))
     return _Elf(sections, symbols, cu_paths, linker_symbols)
+
+
+def _elf_sections(elf: Any) -> list[_RawSection]:
+    """The allocated sections with size (not .tbss), each with its load address from the PT_LOAD
+    segment that holds its file bytes (LMA = VMA for NOBITS)."""
+    segments = [
+        (s["p_vaddr"], s["p_paddr"], s["p_memsz"], s["p_offset"], s["p_filesz"])
+        for s in elf.iter_segments()
+        if s["p_type"] == "PT_LOAD"
+    ]
+    sections: list[_RawSection] = []
+    for sec in elf.iter_sections():
+        flags = sec["sh_flags"]
+        size = sec["sh_size"]
+        if not flags & _SHF_ALLOC or size == 0:
+            continue
+        nobits = sec["sh_type"] == "SHT_NOBITS"
+        if nobits and flags & _SHF_TLS:
+            continue  # .tbss takes no memory of its own
+        vma = sec["sh_addr"]
+        lma = vma
+        if not nobits:
+            off = sec["sh_offset"]
+            for p_vaddr, p_paddr, p_memsz, p_offset, p_filesz in segments:
+                if p_vaddr <= vma and vma + size <= p_vaddr + p_memsz and p_offset <= off < p_offset + max(
+                    p_filesz, 1
+                ):
+                    lma = p_paddr + (vma - p_vaddr)
+                    break
+        sections.append(
+            _RawSection(
+                name=sec.name,
+                type=str(sec["sh_type"]).removeprefix("SHT_"),
+                flags=flags,
+                vma=vma,
+                lma=lma,
+                size=size,
+                nobits=nobits,
+            )
+        )
+    return sections
+
+
+def _elf_symbols(elf: Any) -> tuple[list[_Symbol], dict[str, int]]:
+    """Functions and objects of ``.symtab`` (Thumb bit cleared), and the linker symbols armgen reads."""
+    symbols: list[_Symbol] = []
+    linker_symbols: dict[str, int] = {}
+    symtab = elf.get_section_by_name(".symtab")
+    if symtab is not None and hasattr(symtab, "iter_symbols"):
+        for sym in symtab.iter_symbols():
+            stype = sym["st_info"]["type"]
+            if stype in ("STT_FUNC", "STT_OBJECT") and sym.name:
+                addr = sym["st_value"] & ~1 if stype == "STT_FUNC" else sym["st_value"]
+                symbols.append(_Symbol(sym.name, addr, sym["st_size"], stype))
+            elif stype == "STT_NOTYPE" and sym.name in _LINKER_SYMBOLS:
+                linker_symbols[sym.name] = sym["st_value"]
+    return symbols, linker_symbols
 
 
 def _dwarf_cu_ranges(elf: Any) -> list[tuple[int, int, str]] | None:
