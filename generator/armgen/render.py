@@ -168,50 +168,14 @@ def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: boo
     """
     validate_name(rendered.name)
     out_dir = Path(out_dir).expanduser().resolve()
-    dest = out_dir / rendered.name
-    if dest.resolve().parent != out_dir:
-        raise ProjectError(f"project name '{rendered.name}' escapes the output directory {out_dir}")
-    if dest.exists() or dest.is_symlink():
-        if not force:
-            raise ProjectError(
-                f"{dest} already exists",
-                hint="choose another NAME or --out, or pass --force to replace it",
-            )
-        if not dest.is_dir() or dest.is_symlink():
-            raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
-
+    dest = _destination(out_dir, rendered.name, force)
     replacing = force and dest.is_dir()
     kept = _user_files(dest, rendered) if replacing else ()
     tmp = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.armgen-", dir=out_dir))
     moved_build = False
     try:
         tmp.chmod(_dir_mode())  # mkdtemp makes it 0o700; a project directory is an ordinary one
-        for rel, data in rendered.files.items():
-            path = tmp / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            old = dest / rel
-            if force and old.is_file() and not old.is_symlink():
-                try:
-                    if old.read_bytes() == data:
-                        st = old.stat()
-                        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-                except OSError:
-                    pass
-        for rel in kept:
-            # A copy (not a move): the old project stays whole until the final rename.
-            path = tmp / rel
-            if path.exists() or any(p.exists() and not p.is_dir() for p in path.parents if tmp in p.parents):
-                raise ProjectError(
-                    f"cannot keep your file {rel}: armgen generates a file or directory in its way",
-                    hint=f"move {dest / rel} elsewhere, then run `armgen new --force` again",
-                )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(dest / rel, path, follow_symlinks=False)
+        _fill(tmp, dest, rendered, kept, force)
         if replacing:
             build = dest / "build"
             if build.is_dir() and not build.is_symlink():
@@ -235,6 +199,62 @@ def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: boo
             raise ProjectError(f"cannot write project {dest}: {exc}") from exc
         raise
     return WriteResult(path=dest, kept=kept)
+
+
+def _destination(out_dir: Path, name: str, force: bool) -> Path:
+    """``out_dir/name``, checked: inside ``out_dir``, absent unless ``force``, a directory if present;
+    ``out_dir`` created.
+
+    Raises:
+        ProjectError: as :func:`write_project_result`.
+    """
+    dest = out_dir / name
+    if dest.resolve().parent != out_dir:
+        raise ProjectError(f"project name '{name}' escapes the output directory {out_dir}")
+    if dest.exists() or dest.is_symlink():
+        if not force:
+            raise ProjectError(
+                f"{dest} already exists",
+                hint="choose another NAME or --out, or pass --force to replace it",
+            )
+        if not dest.is_dir() or dest.is_symlink():
+            raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
+    return dest
+
+
+def _fill(tmp: Path, dest: Path, rendered: RenderedProject, kept: tuple[str, ...], force: bool) -> None:
+    """Write the generated files into ``tmp`` (unchanged ones keep the old modification time) and copy
+    the user's own files of the old project over.
+
+    Raises:
+        ProjectError: a kept file is in the way of a generated file or directory.
+    """
+    for rel, data in rendered.files.items():
+        path = tmp / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        old = dest / rel
+        if force and old.is_file() and not old.is_symlink():
+            try:
+                if old.read_bytes() == data:
+                    st = old.stat()
+                    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+            except OSError:
+                pass
+    for rel in kept:
+        # A copy (not a move): the old project stays whole until the final rename.
+        path = tmp / rel
+        if path.exists() or any(p.exists() and not p.is_dir() for p in path.parents if tmp in p.parents):
+            raise ProjectError(
+                f"cannot keep your file {rel}: armgen generates a file or directory in its way",
+                hint=f"move {dest / rel} elsewhere, then run `armgen new --force` again",
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dest / rel, path, follow_symlinks=False)
 
 
 def _user_files(dest: Path, rendered: RenderedProject) -> tuple[str, ...]:
