@@ -695,44 +695,10 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
     active = {p.name for p in select_projects(pins, groups)}
     paths = {p.name: recorded.get(p.name, {}).get("path", p.path) for p in pins}
     project_roots = {root / pth for pth in paths.values()}
-    out: list[ProjectStatus] = []
-    for pin in pins:
-        path = paths[pin.name]
-        pdir = root / path
-        rec = recorded.get(pin.name, {})
-        is_active = pin.name in active
-        commit = head_commit(pdir)
-        expected = rec.get("commit") or (pin.revision if _HEX40.match(pin.revision) else None)
-        missing: list[str] = []
-        stub = False
-        if not is_active:
-            stub = (pdir / "CMakeLists.txt").is_file() and STUB_MARKER in _head_of(pdir / "CMakeLists.txt")
-            if not stub and STUB_GROUP in pin.groups and (root / paths["executorch"]).is_dir():
-                missing.append("armgen CMake stub missing (ExecuTorch's CMake adds this dir)")
-                is_active = True  # a bare-metal build fails without it: count it
-        elif commit is None:
-            missing.append("not checked out" if not pdir.exists() else "not a git checkout")
-        else:
-            if expected and commit != expected:
-                missing.append(f"at {commit[:12]}, expected {expected[:12]}")
-            for rel in REQUIRED_FILES.get(pin.name, ()):
-                if not (pdir / rel).exists():
-                    missing.append(f"{rel} missing")
-        size = _tree_size(pdir, project_roots - {pdir}) if with_sizes and pdir.is_dir() else 0
-        out.append(
-            ProjectStatus(
-                name=pin.name,
-                path=path,
-                active=is_active,
-                present=commit is not None,
-                commit=commit,
-                expected_commit=expected,
-                revision=rec.get("revision") or pin.revision,
-                size_bytes=size,
-                missing=tuple(missing),
-                stub=stub,
-            )
-        )
+    out = [
+        _project_status(root, pin, paths, recorded.get(pin.name, {}), pin.name in active, project_roots, with_sizes)
+        for pin in pins
+    ]
     ws = Workspace(root)
     version = ident = None
     if (ws.executorch_dir / "version.txt").is_file():
@@ -750,6 +716,45 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
         program_file_identifier=ident,
         problems=tuple(problems),
         pip_executorch_version=pip_executorch_version(),
+    )
+
+
+def _project_status(
+    root: Path, pin: ProjectPin, paths: dict[str, str], rec: dict, is_active: bool, project_roots: set[Path],
+    with_sizes: bool,
+) -> ProjectStatus:
+    """One project's status: checked out at the recorded commit with its required files, or a stub."""
+    path = paths[pin.name]
+    pdir = root / path
+    commit = head_commit(pdir)
+    expected = rec.get("commit") or (pin.revision if _HEX40.match(pin.revision) else None)
+    missing: list[str] = []
+    stub = False
+    if not is_active:
+        stub = (pdir / "CMakeLists.txt").is_file() and STUB_MARKER in _head_of(pdir / "CMakeLists.txt")
+        if not stub and STUB_GROUP in pin.groups and (root / paths["executorch"]).is_dir():
+            missing.append("armgen CMake stub missing (ExecuTorch's CMake adds this dir)")
+            is_active = True  # a bare-metal build fails without it: count it
+    elif commit is None:
+        missing.append("not checked out" if not pdir.exists() else "not a git checkout")
+    else:
+        if expected and commit != expected:
+            missing.append(f"at {commit[:12]}, expected {expected[:12]}")
+        for rel in REQUIRED_FILES.get(pin.name, ()):
+            if not (pdir / rel).exists():
+                missing.append(f"{rel} missing")
+    size = _tree_size(pdir, project_roots - {pdir}) if with_sizes and pdir.is_dir() else 0
+    return ProjectStatus(
+        name=pin.name,
+        path=path,
+        active=is_active,
+        present=commit is not None,
+        commit=commit,
+        expected_commit=expected,
+        revision=rec.get("revision") or pin.revision,
+        size_bytes=size,
+        missing=tuple(missing),
+        stub=stub,
     )
 
 
