@@ -904,33 +904,9 @@ def init_workspace(
         validate_mirror_template(mirror)
     old_groups = set(old_state.get("groups", ()))
     want_zephyr = ZEPHYR_GROUP in old_groups if zephyr is None else zephyr
-    if want_zephyr:
-        from armgen.zephyr import default_release
-
-        zephyr_release = zephyr_release or old_state.get("zephyr_release") or default_release()
-        release_manifest(zephyr_release)  # an unknown release fails before anything is fetched
-    elif zephyr_release is not None:
-        raise WorkspaceError("--zephyr-release needs --zephyr (or a workspace that has Zephyr)")
-    pins = manifest_pins(zephyr_release if want_zephyr else None, manifest_path)
-    revisions = dict(revisions or {})
-    url_overrides = dict(urls or {})
-    for what, given in (("--revision", revisions), ("--url", url_overrides)):
-        unknown = sorted(set(given) - {p.name for p in pins})
-        if unknown:
-            raise WorkspaceError(
-                f"{what} for unknown project(s): {', '.join(unknown)}",
-                hint=f"projects: {', '.join(p.name for p in pins)}",
-            )
-    # A release change replaces the Zephyr projects: earlier overrides of them no longer apply.
-    same_release = old_state.get("zephyr_release") == zephyr_release
-    for name, url in (old_state.get("urls") or {}).items():
-        if name not in url_overrides and any(p.name == name for p in pins) and (same_release or name != "zephyr"):
-            url_overrides[name] = url
-    # An earlier --revision stays in force while the manifest pin it overrode is unchanged.
-    for pin in pins:
-        rec = old_state.get("projects", {}).get(pin.name, {})
-        if pin.name not in revisions and rec.get("pinned") == pin.revision and rec.get("revision"):
-            revisions[pin.name] = rec["revision"]
+    zephyr_release = _zephyr_release_to_init(want_zephyr, zephyr_release, old_state)
+    pins = manifest_pins(zephyr_release, manifest_path)
+    revisions, url_overrides = _overrides_in_force(pins, old_state, revisions, urls, zephyr_release)
     groups = active_groups(want_zephyr, BENCHMARKS_GROUP in old_groups if benchmarks is None else benchmarks)
     selected = sorted(select_projects(pins, groups), key=lambda p: p.path.count("/"))
     stubbed = [
@@ -957,33 +933,12 @@ def init_workspace(
             status = workspace_status(root, with_sizes=False)
             if status.complete:
                 _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
-                               zephyr_release if want_zephyr else None, url_overrides)
+                               zephyr_release, url_overrides)
                 return InitResult(Workspace(root), {p.name: "up to date" for p in selected}, True)
 
     # 3. check out, parents before nested projects
     root.mkdir(parents=True, exist_ok=True)
-    actions: dict[str, str] = {}
-    for pin in selected:
-        dest = root / pin.path
-        commit = resolved[pin.name].commit
-        current = head_commit(dest)
-        if current == commit:
-            actions[pin.name] = "up to date"
-            if pin.sparse:
-                _git(["sparse-checkout", "set", "--no-cone", *pin.sparse], cwd=dest)
-            if any(not (dest / rel).exists() for rel in REQUIRED_FILES.get(pin.name, ())):
-                say(f"restoring deleted files of {pin.name}")
-                _git(["checkout", "--quiet", "--force", "--detach", commit], cwd=dest, what=f"{pin.name}: restore")
-                actions[pin.name] = "restored"
-            continue
-        if current is not None:
-            say(f"updating {pin.name} to {resolved[pin.name].requested} ({commit[:12]})")
-            _fetch_and_checkout(dest, fetch_urls[pin.name], commit, pin.sparse, pin.name)
-            actions[pin.name] = "updated"
-        else:
-            say(f"fetching {pin.name} {resolved[pin.name].requested} ({commit[:12]}) into {pin.path}")
-            _clone_into(dest, fetch_urls[pin.name], commit, pin.sparse, pin.name)
-            actions[pin.name] = "cloned"
+    actions = {pin.name: _check_out(root, pin, resolved[pin.name], fetch_urls[pin.name], say) for pin in selected}
     for pin in stubbed:
         dest = root / pin.path
         cm = dest / "CMakeLists.txt"
@@ -994,8 +949,85 @@ def init_workspace(
 
     # 4. west's files and armgen's record, last: their presence means init finished
     _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
-                   zephyr_release if want_zephyr else None, url_overrides)
+                   zephyr_release, url_overrides)
     return InitResult(Workspace(root), actions, False)
+
+
+def _zephyr_release_to_init(want_zephyr: bool, zephyr_release: str | None, old_state: dict) -> str | None:
+    """The Zephyr release the workspace gets (the asked one, else the workspace's, else the default);
+    None without Zephyr.
+
+    Raises:
+        WorkspaceError: an unknown release, or a release asked for without Zephyr.
+    """
+    if not want_zephyr:
+        if zephyr_release is not None:
+            raise WorkspaceError("--zephyr-release needs --zephyr (or a workspace that has Zephyr)")
+        return None
+    from armgen.zephyr import default_release
+
+    zephyr_release = zephyr_release or old_state.get("zephyr_release") or default_release()
+    release_manifest(zephyr_release)  # an unknown release fails before anything is fetched
+    return zephyr_release
+
+
+def _overrides_in_force(
+    pins: tuple[ProjectPin, ...], old_state: dict, revisions: Mapping[str, str] | None,
+    urls: Mapping[str, str] | None, zephyr_release: str | None,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``(revisions, urls)`` to use: the given ones, plus earlier ones still in force (a ``--revision``
+    while the pin it overrode is unchanged; a ``--url`` unless the Zephyr release changed).
+
+    Raises:
+        WorkspaceError: an override names a project the manifests do not have.
+    """
+    revisions = dict(revisions or {})
+    url_overrides = dict(urls or {})
+    for what, given in (("--revision", revisions), ("--url", url_overrides)):
+        unknown = sorted(set(given) - {p.name for p in pins})
+        if unknown:
+            raise WorkspaceError(
+                f"{what} for unknown project(s): {', '.join(unknown)}",
+                hint=f"projects: {', '.join(p.name for p in pins)}",
+            )
+    # A release change replaces the Zephyr projects: earlier overrides of them no longer apply.
+    same_release = old_state.get("zephyr_release") == zephyr_release
+    for name, url in (old_state.get("urls") or {}).items():
+        if name not in url_overrides and any(p.name == name for p in pins) and (same_release or name != "zephyr"):
+            url_overrides[name] = url
+    # An earlier --revision stays in force while the manifest pin it overrode is unchanged.
+    for pin in pins:
+        rec = old_state.get("projects", {}).get(pin.name, {})
+        if pin.name not in revisions and rec.get("pinned") == pin.revision and rec.get("revision"):
+            revisions[pin.name] = rec["revision"]
+    return revisions, url_overrides
+
+
+def _check_out(root: Path, pin: ProjectPin, resolved: ResolvedRevision, url: str, say: Progress) -> str:
+    """Bring one project to its commit: ``up to date``, ``restored`` (deleted files), ``updated`` or
+    ``cloned``.
+
+    Raises:
+        WorkspaceError: a failing fetch or checkout, or a foreign directory in the way.
+    """
+    dest = root / pin.path
+    commit = resolved.commit
+    current = head_commit(dest)
+    if current == commit:
+        if pin.sparse:
+            _git(["sparse-checkout", "set", "--no-cone", *pin.sparse], cwd=dest)
+        if any(not (dest / rel).exists() for rel in REQUIRED_FILES.get(pin.name, ())):
+            say(f"restoring deleted files of {pin.name}")
+            _git(["checkout", "--quiet", "--force", "--detach", commit], cwd=dest, what=f"{pin.name}: restore")
+            return "restored"
+        return "up to date"
+    if current is not None:
+        say(f"updating {pin.name} to {resolved.requested} ({commit[:12]})")
+        _fetch_and_checkout(dest, url, commit, pin.sparse, pin.name)
+        return "updated"
+    say(f"fetching {pin.name} {resolved.requested} ({commit[:12]}) into {pin.path}")
+    _clone_into(dest, url, commit, pin.sparse, pin.name)
+    return "cloned"
 
 
 def _write_records(
