@@ -1252,6 +1252,22 @@ def _second_input_checked(
     return alternate_checked
 
 
+def _log_findings(log: FirmwareLog, ticks_per_run: list[int | None], report: ProgramReport) -> list[Finding]:
+    """Ticks missing or not repeating, pool and stack use, and console lines this armgen does not read."""
+    findings: list[Finding] = []
+    if log.ticks is None:
+        findings.append(Finding("warning", "ticks", "the firmware printed no `ARMGEN ticks` line"))
+    elif len(set(ticks_per_run)) > 1:
+        findings.append(
+            Finding("error", "ticks", "instruction count differs between runs: "
+                    + ", ".join(str(t) for t in ticks_per_run))
+        )  # fmt: skip
+    findings.extend(check_pools(log.pools, log.stack, report))
+    for line in log.malformed:
+        findings.append(Finding("warning", "console", f"line not understood by this armgen: {line!r}"))
+    return findings
+
+
 def run_firmware(
     elf: Path, report: ProgramReport, emulator: Emulator, *, report_dir: Path,
     inputs: Sequence[np.ndarray] | None = None, input_source: str | None = None, timeout: float = 60.0,
@@ -1296,17 +1312,7 @@ def run_firmware(
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:
         alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings)
-    if log.ticks is None:
-        findings.append(Finding("warning", "ticks", "the firmware printed no `ARMGEN ticks` line"))
-    elif len(set(ticks_per_run)) > 1:
-        findings.append(
-            Finding("error", "ticks", "instruction count differs between runs: "
-                    + ", ".join(str(t) for t in ticks_per_run))
-        )  # fmt: skip
-    findings.extend(check_pools(log.pools, log.stack, report))
-    for line in log.malformed:
-        findings.append(Finding("warning", "console", f"line not understood by this armgen: {line!r}"))
-
+    findings.extend(_log_findings(log, ticks_per_run, report))
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
     return RunReport(
         elf=str(elf),

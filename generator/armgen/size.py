@@ -962,12 +962,8 @@ def _map_mismatch(elf: _Elf, lmap: LinkerMap) -> str | None:
 
 
 def size_elf(
-    elf_path: str | Path,
-    board: Board | None = None,
-    map_path: str | Path | None = None,
-    rules: tuple[ComponentRule, ...] = COMPONENT_RULES,
-    *,
-    pools: Iterable[Mapping[str, Any]] | None = None,
+    elf_path: str | Path, board: Board | None = None, map_path: str | Path | None = None,
+    rules: tuple[ComponentRule, ...] = COMPONENT_RULES, *, pools: Iterable[Mapping[str, Any]] | None = None,
 ) -> ElfSizeReport:
     """Size an Arm ELF: per section, per board region and per component.
 

@@ -853,16 +853,9 @@ def _manifest_copy_text(
 
 
 def init_workspace(
-    root: Path | None = None,
-    *,
-    mirror: str | None = None,
-    revisions: Mapping[str, str] | None = None,
-    zephyr: bool | None = None,
-    benchmarks: bool | None = None,
-    manifest_path: Path = MANIFEST_PATH,
-    progress: Progress | None = None,
-    zephyr_release: str | None = None,
-    urls: Mapping[str, str] | None = None,
+    root: Path | None = None, *, mirror: str | None = None, revisions: Mapping[str, str] | None = None,
+    zephyr: bool | None = None, benchmarks: bool | None = None, manifest_path: Path = MANIFEST_PATH,
+    progress: Progress | None = None, zephyr_release: str | None = None, urls: Mapping[str, str] | None = None,
 ) -> InitResult:
     """Create (or bring up to the pins) a west workspace at ``root`` from the pinned manifest.
 
@@ -916,36 +909,23 @@ def init_workspace(
     ]
 
     # 1. resolve every revision before touching the disk
+    fetch_urls = {pin.name: url_overrides.get(pin.name) or project_url(pin, mirror) for pin in selected}
     resolved: dict[str, ResolvedRevision] = {}
-    fetch_urls: dict[str, str] = {}
     for pin in selected:
-        url = url_overrides.get(pin.name) or project_url(pin, mirror)
-        fetch_urls[pin.name] = url
         wanted = revisions.get(pin.name, pin.revision)
-        say(f"resolving {pin.name} {wanted} at {url}")
-        resolved[pin.name] = resolve_revision(pin.name, url, wanted)
+        say(f"resolving {pin.name} {wanted} at {fetch_urls[pin.name]}")
+        resolved[pin.name] = resolve_revision(pin.name, fetch_urls[pin.name], wanted)
 
     # 2. already complete at exactly these commits?
-    if old_state and (root / ".west" / "config").is_file():
-        rec = old_state.get("projects", {})
-        same = all(rec.get(p.name, {}).get("commit") == resolved[p.name].commit for p in selected)
-        if same and set(rec) == {p.name for p in selected} and old_state.get("mirror") == mirror:
-            status = workspace_status(root, with_sizes=False)
-            if status.complete:
-                _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
-                               zephyr_release, url_overrides)
-                return InitResult(Workspace(root), {p.name: "up to date" for p in selected}, True)
+    if _complete_at(root, old_state, selected, resolved, mirror):
+        _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
+                       zephyr_release, url_overrides)
+        return InitResult(Workspace(root), {p.name: "up to date" for p in selected}, True)
 
     # 3. check out, parents before nested projects
     root.mkdir(parents=True, exist_ok=True)
     actions = {pin.name: _check_out(root, pin, resolved[pin.name], fetch_urls[pin.name], say) for pin in selected}
-    for pin in stubbed:
-        dest = root / pin.path
-        cm = dest / "CMakeLists.txt"
-        if head_commit(dest) is None and not cm.exists():
-            dest.mkdir(parents=True, exist_ok=True)
-            cm.write_text(_stub_text(pin.name, pin.path), encoding="utf-8")
-            actions[pin.name] = "stubbed"
+    actions.update(_write_stubs(root, stubbed))
 
     # 4. west's files and armgen's record, last: their presence means init finished
     _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
@@ -1001,6 +981,33 @@ def _overrides_in_force(
         if pin.name not in revisions and rec.get("pinned") == pin.revision and rec.get("revision"):
             revisions[pin.name] = rec["revision"]
     return revisions, url_overrides
+
+
+def _complete_at(
+    root: Path, old_state: dict, selected: list[ProjectPin], resolved: Mapping[str, ResolvedRevision],
+    mirror: str | None,
+) -> bool:
+    """True when the workspace already has exactly these projects at these commits, complete."""
+    if not old_state or not (root / ".west" / "config").is_file():
+        return False
+    rec = old_state.get("projects", {})
+    same = all(rec.get(p.name, {}).get("commit") == resolved[p.name].commit for p in selected)
+    if not (same and set(rec) == {p.name for p in selected} and old_state.get("mirror") == mirror):
+        return False
+    return workspace_status(root, with_sizes=False).complete
+
+
+def _write_stubs(root: Path, stubbed: list[ProjectPin]) -> dict[str, str]:
+    """A marked, empty CMakeLists.txt in each inactive ExecuTorch host dependency that has none."""
+    actions: dict[str, str] = {}
+    for pin in stubbed:
+        dest = root / pin.path
+        cm = dest / "CMakeLists.txt"
+        if head_commit(dest) is None and not cm.exists():
+            dest.mkdir(parents=True, exist_ok=True)
+            cm.write_text(_stub_text(pin.name, pin.path), encoding="utf-8")
+            actions[pin.name] = "stubbed"
+    return actions
 
 
 def _check_out(root: Path, pin: ProjectPin, resolved: ResolvedRevision, url: str, say: Progress) -> str:
