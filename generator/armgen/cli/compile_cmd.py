@@ -13,6 +13,40 @@ from armgen.cli._console import err_console, out_console
 from armgen.program_report import ProgramReport
 
 
+def _delegates_table(report: ProgramReport) -> Table:
+    """One column per delegate: backend, blob size and, for Vela blobs, Vela's sizes and estimates."""
+    dels = Table(title="delegates", title_justify="left")
+    dels.add_column("field")
+    for i, _ in enumerate(report.delegates):
+        dels.add_column(f"delegate {i}", justify="right")
+    rows: list[tuple[str, list[str]]] = [
+        ("backend_id", [d.backend_id for d in report.delegates]),
+        ("blob_size", [f"{d.blob_size} B" for d in report.delegates]),
+    ]
+    if any(d.vela for d in report.delegates):
+        def vela_row(label: str, fmt) -> tuple[str, list[str]]:
+            return label, ["" if d.vela is None else fmt(d.vela) for d in report.delegates]
+
+        def opt(v, unit: str = "") -> str:
+            return "" if v is None else f"{v}{unit}"
+
+        rows += [
+            vela_row("accelerator_config", lambda v: v.accelerator_config),
+            vela_row("system_config", lambda v: v.system_config),
+            vela_row("memory_mode", lambda v: v.memory_mode),
+            vela_row("scratch_size", lambda v: f"{v.scratch_size} B"),
+            vela_row("fast_scratch_size", lambda v: f"{v.fast_scratch_size} B"),
+            vela_row("command_stream_size", lambda v: f"{v.command_stream_size} B"),
+            vela_row("weights_size", lambda v: f"{v.weights_size} B"),
+            vela_row("cycles (Vela estimate)", lambda v: opt(v.cycles)),
+            vela_row("sram_bytes (Vela estimate)", lambda v: opt(v.sram_bytes, " B")),
+            vela_row("flash_bytes (Vela estimate)", lambda v: opt(v.flash_bytes, " B")),
+        ]
+    for label, vals in rows:
+        dels.add_row(label, *vals)
+    return dels
+
+
 def _print_report(report: ProgramReport) -> None:
     """Print a report as rich tables on stdout (same content as the JSON).
 
@@ -53,36 +87,7 @@ def _print_report(report: ProgramReport) -> None:
     show(ops)
 
     if report.delegates:
-        dels = Table(title="delegates", title_justify="left")
-        dels.add_column("field")
-        for i, _ in enumerate(report.delegates):
-            dels.add_column(f"delegate {i}", justify="right")
-        rows: list[tuple[str, list[str]]] = [
-            ("backend_id", [d.backend_id for d in report.delegates]),
-            ("blob_size", [f"{d.blob_size} B" for d in report.delegates]),
-        ]
-        if any(d.vela for d in report.delegates):
-            def vela_row(label: str, fmt) -> tuple[str, list[str]]:
-                return label, ["" if d.vela is None else fmt(d.vela) for d in report.delegates]
-
-            def opt(v, unit: str = "") -> str:
-                return "" if v is None else f"{v}{unit}"
-
-            rows += [
-                vela_row("accelerator_config", lambda v: v.accelerator_config),
-                vela_row("system_config", lambda v: v.system_config),
-                vela_row("memory_mode", lambda v: v.memory_mode),
-                vela_row("scratch_size", lambda v: f"{v.scratch_size} B"),
-                vela_row("fast_scratch_size", lambda v: f"{v.fast_scratch_size} B"),
-                vela_row("command_stream_size", lambda v: f"{v.command_stream_size} B"),
-                vela_row("weights_size", lambda v: f"{v.weights_size} B"),
-                vela_row("cycles (Vela estimate)", lambda v: opt(v.cycles)),
-                vela_row("sram_bytes (Vela estimate)", lambda v: opt(v.sram_bytes, " B")),
-                vela_row("flash_bytes (Vela estimate)", lambda v: opt(v.flash_bytes, " B")),
-            ]
-        for label, vals in rows:
-            dels.add_row(label, *vals)
-        show(dels)
+        show(_delegates_table(report))
 
     io_tab = Table(title="inputs / outputs", title_justify="left")
     for col in ("io", "index", "shape", "dtype", "dim_order", "nbytes", "scale", "zero_point"):
