@@ -114,6 +114,43 @@ def _qemu_elf(
     return Path(result.elf), kind, rec.get("zephyr_target") if kind == "zephyr" else None
 
 
+def _runnable_emulator(record: dict[str, Any], board: Any, report: Any) -> Any:
+    """The board's QEMU stand-in, when the program can run on it.
+
+    Raises:
+        RunError: an Ethos-U program (QEMU has no NPU model), or a board without a QEMU stand-in.
+    """
+    backend = record.get("backend") or report.backend
+    if backend == "ethos-u" or any(d.backend_id == "EthosUBackend" for d in report.delegates):
+        raise RunError(
+            f"project {record['name']} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
+            "it cannot run in an emulator",
+            hint=_cortex_m_hint(record, board.name) if board.emulator else
+            f"board {board.name} has no QEMU stand-in either; run it on the board or its FVP",
+        )
+    if board.emulator is None:
+        raise RunError(
+            f"board {board.name} has no QEMU stand-in (no `emulator:` in {board.source})",
+            hint="`armgen boards` shows which boards run on QEMU",
+        )
+    return board.emulator
+
+
+def _cpu_line(report: Any, board: Any, emu: Any) -> str:
+    """What the report says about the CPU the program runs on."""
+    program_cpu = report.cpu or board.cpu.core
+    if program_cpu == emu.qemu_cpu:
+        cpu_line = f"cpu: {program_cpu} program on QEMU's {emu.qemu_cpu}"
+    else:
+        cpu_line = (
+            f"cpu: the {program_cpu} program runs on QEMU's {emu.qemu_cpu} ({emu.qemu_machine}); QEMU 7.2 "
+            f"has no {program_cpu}, so this run checks the {emu.qemu_cpu} variant"
+        )
+    if emu.board != board.name:
+        cpu_line += f"; firmware linked for the stand-in board {emu.board}"
+    return cpu_line
+
+
 # ---- output ---------------------------------------------------------------------------------------
 def _fmt_bytes(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
@@ -220,30 +257,8 @@ def run_command(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
 
-    backend = record.get("backend") or report.backend
-    if backend == "ethos-u" or any(d.backend_id == "EthosUBackend" for d in report.delegates):
-        raise RunError(
-            f"project {record['name']} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
-            "it cannot run in an emulator",
-            hint=_cortex_m_hint(record, board.name) if board.emulator else
-            f"board {board.name} has no QEMU stand-in either; run it on the board or its FVP",
-        )
-    if board.emulator is None:
-        raise RunError(
-            f"board {board.name} has no QEMU stand-in (no `emulator:` in {board.source})",
-            hint="`armgen boards` shows which boards run on QEMU",
-        )
-    emu = board.emulator
-    program_cpu = report.cpu or board.cpu.core
-    if program_cpu == emu.qemu_cpu:
-        cpu_line = f"cpu: {program_cpu} program on QEMU's {emu.qemu_cpu}"
-    else:
-        cpu_line = (
-            f"cpu: the {program_cpu} program runs on QEMU's {emu.qemu_cpu} ({emu.qemu_machine}); QEMU 7.2 "
-            f"has no {program_cpu}, so this run checks the {emu.qemu_cpu} variant"
-        )
-    if emu.board != board.name:
-        cpu_line += f"; firmware linked for the stand-in board {emu.board}"
+    emu = _runnable_emulator(record, board, report)
+    cpu_line = _cpu_line(report, board, emu)
 
     inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
 
@@ -254,17 +269,9 @@ def run_command(
                       f"-cpu {emu.qemu_cpu}...",
                       highlight=False)  # fmt: skip
     rr = run_firmware(
-        elf,
-        report,
-        emu,
-        report_dir=report_path.parent,
-        inputs=inputs,
-        input_source=str(input_file) if input_file else None,
-        timeout=timeout,
-        repeat=repeat,
-        log_dir=elf.parent / "run",
-        firmware=firmware,
-        zephyr_board=zephyr_board,
+        elf, report, emu, report_dir=report_path.parent, inputs=inputs,
+        input_source=str(input_file) if input_file else None, timeout=timeout, repeat=repeat,
+        log_dir=elf.parent / "run", firmware=firmware, zephyr_board=zephyr_board,
     )
     if as_json:
         data = rr.to_dict()
