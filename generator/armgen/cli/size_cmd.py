@@ -207,6 +207,46 @@ def _budgets_dict(b: SizeBudgets) -> dict[str, Any]:
     }
 
 
+def _record_board(project: dict[str, Any], toml_path: Path | None) -> str | None:
+    """The board armgen.toml names (a path relative to the project resolved), or None.
+
+    Raises:
+        SizeError: 'board' is not a string.
+    """
+    pb = _project_key(project, "board")
+    if pb is not None and not isinstance(pb, str):
+        raise SizeError(f"{toml_path}: 'board' must be a board name or path, not {pb!r}")
+    if pb and toml_path is not None and ("/" in pb or pb.endswith((".yaml", ".yml"))):
+        pb = str(toml_path.parent / pb)
+    return pb
+
+
+def _record_map(toml_path: Path, project: dict[str, Any], elf: Path) -> Path | None:
+    """The record's map, when the record names this ELF and the map exists."""
+    record_elf = _record_path(toml_path, project, "elf")
+    record_map = _record_path(toml_path, project, "map")
+    if record_elf is not None and record_map is not None and record_map.is_file() \
+            and record_elf.resolve() == elf.resolve():
+        return record_map
+    return None
+
+
+def _write_svg(elf: Path, report: Any) -> str | None:
+    """Write ``<elf stem>.size.svg`` beside the ELF (only when it changed); its path, or None when it
+    cannot be written (a warning, not an error)."""
+    from armgen.size_plot import render_region_svg
+
+    svg_path = elf.with_name(elf.stem + ".size.svg")
+    svg = render_region_svg(report)
+    try:
+        if not svg_path.is_file() or svg_path.read_text() != svg:
+            svg_path.write_text(svg)
+        return str(svg_path)
+    except OSError as exc:
+        err_console.print(f"armgen: warning: cannot write {svg_path}: {exc.strerror}", highlight=False, markup=False)
+        return None
+
+
 @main.command("size")
 @click.argument("target", required=False, default=".", type=click.Path(path_type=Path))
 @click.option("--budget", "budget_file", type=click.Path(path_type=Path),
@@ -231,20 +271,10 @@ def size_command(
     Writes <elf stem>.size.svg (region fill by component) next to the ELF.
     """
     elf, toml_path, project = _resolve_target(target)
-    if board_spec is None:
-        pb = _project_key(project, "board")
-        if pb is not None and not isinstance(pb, str):
-            raise SizeError(f"{toml_path}: 'board' must be a board name or path, not {pb!r}")
-        if pb and toml_path is not None and ("/" in pb or pb.endswith((".yaml", ".yml"))):
-            pb = str(toml_path.parent / pb)
-        board_spec = pb
+    board_spec = board_spec if board_spec is not None else _record_board(project, toml_path)
     board = _load_board(board_spec) if board_spec else None
-    if map_file is None and toml_path is not None:  # the record's map, when the record names this ELF
-        record_elf = _record_path(toml_path, project, "elf")
-        record_map = _record_path(toml_path, project, "map")
-        if record_elf is not None and record_map is not None and record_map.is_file() \
-                and record_elf.resolve() == elf.resolve():
-            map_file = record_map
+    if map_file is None and toml_path is not None:
+        map_file = _record_map(toml_path, project, elf)
     record_pools = project.get("pools")
     if record_pools is not None and not isinstance(record_pools, list):
         raise SizeError(f"{toml_path}: 'pools' must be an array of tables ([[pools]])")
@@ -258,17 +288,7 @@ def size_command(
     if old_elf is not None:
         comparison = compare_reports(size_elf(old_elf, board, find_map(old_elf)), report)
 
-    from armgen.size_plot import render_region_svg
-
-    svg_path = elf.with_name(elf.stem + ".size.svg")
-    svg = render_region_svg(report)
-    try:
-        if not svg_path.is_file() or svg_path.read_text() != svg:
-            svg_path.write_text(svg)
-        svg_written: str | None = str(svg_path)
-    except OSError as exc:
-        err_console.print(f"armgen: warning: cannot write {svg_path}: {exc.strerror}", highlight=False, markup=False)
-        svg_written = None
+    svg_written = _write_svg(elf, report)
 
     if as_json:
         doc: dict[str, Any] = {
