@@ -10,6 +10,7 @@ samples), unlike the quantized model before lowering (up to 7 LSB apart on kws).
 
 from __future__ import annotations
 
+import importlib
 import io
 import warnings
 import zipfile
@@ -43,9 +44,13 @@ def register_cortex_m_ops() -> None:
     operators module imports the passes, which look up ``edge.cortex_m`` ops, so importing the
     operators module first fails half-way (executorch 1.5.1).
     """
-    import executorch.backends.cortex_m.ops.operators  # noqa: F401
-    import executorch.backends.cortex_m.passes  # noqa: F401 - see above: before the operators
-    import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - quantized_decomposed ops
+    # In this order (an import sorter must not reorder it, hence import_module).
+    for module in (
+        "executorch.backends.cortex_m.passes",
+        "executorch.backends.cortex_m.ops.operators",
+        "torchao.quantization.pt2e.quantize_pt2e",  # quantized_decomposed ops
+    ):
+        importlib.import_module(module)
 
 
 def load_lowered_program(path: Path | str) -> Any:
