@@ -31,7 +31,17 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-MODELS_DIR = Path(os.environ.get("ARMGEN_BENCH_MODELS", "/work/shared/models/mlperf_tiny"))
+#: The MLPerf Tiny .tflite folder: $ARMGEN_BENCH_MODELS, else $ARMGEN_MLPERF_DIR (no default: a site fact).
+MODELS_DIR = Path(os.environ.get("ARMGEN_BENCH_MODELS") or os.environ.get("ARMGEN_MLPERF_DIR") or "")
+
+#: Machine-specific prefixes shown as placeholders in the recorded commands (results.json).
+_PLACEHOLDERS = (
+    (str(MODELS_DIR), "$ARMGEN_BENCH_MODELS"),
+    (str(Path.home() / ".cache" / "armgen-bench"), "$ARMGEN_BENCH_CACHE"),
+    (str(Path(sys.executable).parent) + "/", ""),
+    (str(Path.home() / ".local" / "share" / "armgen" / "workspace"), "$ARMGEN_WORKSPACE"),
+    (str(Path(__file__).resolve().parent.parent) + "/", ""),
+)
 PYTHON = sys.executable
 ARMGEN = str(Path(sys.executable).with_name("armgen"))
 
@@ -77,7 +87,12 @@ def log(msg: str) -> None:
 
 
 def cmdline(cmd: list[str]) -> str:
-    return " ".join(shlex.quote(str(c)) for c in cmd)
+    """A command line as recorded: machine paths (the model folder, the cache, the venv) as placeholders."""
+    text = " ".join(shlex.quote(str(c)) for c in cmd)
+    for prefix, placeholder in _PLACEHOLDERS:
+        if prefix and prefix not in ("/", "."):
+            text = text.replace(prefix, placeholder)
+    return text
 
 
 class CommandFailed(RuntimeError):
@@ -911,6 +926,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    if not MODELS_DIR.is_dir() or str(MODELS_DIR) in ("", "."):
+        raise SystemExit("bench: set ARMGEN_BENCH_MODELS (or ARMGEN_MLPERF_DIR) to the MLPerf Tiny .tflite folder")
     samples = [s for s in a.samples.split(",") if s]
     machines = [m for m in a.machines.split(",") if m]
     for s in samples:

@@ -1,6 +1,6 @@
 """Time `armgen compile` per sample and target; write benchmarks/export_times.json.
 
-Run: ``/work/venv/bin/python benchmarks/export_times.py [--targets cortex-m55,cortex-m4,...]``.
+Run: ``.venv/bin/python benchmarks/export_times.py [--targets cortex-m55,cortex-m4,...]``.
 Each compile runs once in this process (imports warmed up by a first untimed kws compile), so
 the figures are wall-clock seconds for quantize + export + lower + serialize + report on this
 machine; they also record the planned buffer and .pte sizes the compile produced.
