@@ -1,8 +1,9 @@
 """`armgen workspace`: the pinned manifest, mirror templates, missing-workspace errors, a real init from
 mirrors (skipped without them) and the .pte file-identifier check.
 
-Mirror for the real-init tests: $ARMGEN_TEST_MIRROR (a ``{owner}``/``{name}`` URL template), else
-``file:///work/.mirror/{owner}+{name}/repo`` when /work/.mirror exists; otherwise they skip.
+Mirror for the real-init tests: $ARMGEN_TEST_MIRROR (a ``{owner}``/``{name}`` URL template), else the
+``file://`` mirror template the armgen workspace of this machine was made with (its record,
+``.armgen/workspace.json``) when that mirror is there; otherwise they skip.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 
 from armgen.cli import main
 from armgen.errors import WorkspaceError
+from armgen.paths import workspace_dir
 from armgen.workspace import (
     SPARSE_PATTERNS,
     STUB_MARKER,
@@ -43,8 +45,13 @@ def _test_mirror() -> str | None:
     env = os.environ.get("ARMGEN_TEST_MIRROR")
     if env:
         return env
-    if Path("/work/.mirror/pytorch+executorch/repo").is_dir():
-        return "file:///work/.mirror/{owner}+{name}/repo"
+    from armgen.workspace import Workspace
+
+    recorded = Workspace(workspace_dir()).mirror
+    if recorded and recorded.startswith("file://"):
+        probe = Path(recorded[len("file://"):].format(owner="pytorch", name="executorch"))
+        if probe.is_dir():
+            return recorded
     return None
 
 
