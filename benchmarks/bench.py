@@ -69,7 +69,7 @@ TFLM_OPS = {
 }
 
 TFLM_PROBE_ARENA = {"an547": 384 * 1024, "an386": 1024 * 1024}
-TFLM_STACK = 8 * 1024  # same main-stack reservation as armgen's default (armgen.spec.DEFAULT_STACK_SIZE)
+TFLM_STACK = 8 * 1024  # same main-stack reservation as armgen's default (armgen.project.spec.DEFAULT_STACK_SIZE)
 #: Headroom over the measured stack high-water mark for the sized-stack comparison (x 1.25, then 256 B steps).
 STACK_HEADROOM = 1.25
 
@@ -211,7 +211,7 @@ def litert_reference(path: Path) -> list[list[int]]:
 
 
 def tflm_size_rules():
-    from armgen.size import COMPONENT_RULES, ComponentRule
+    from armgen.firmware.size import COMPONENT_RULES, ComponentRule
 
     return (
         ComponentRule("tflm_runtime", archive=r"libtflm_runtime\.a"),
@@ -324,7 +324,7 @@ class Tflm:
 
     def run_elf(self, elf: Path, machine: str):
         from armgen.boards import load_board
-        from armgen.run import parse_firmware_output, run_qemu
+        from armgen.firmware.run import parse_firmware_output, run_qemu
 
         board = load_board(MACHINES[machine])
         r = run_qemu(elf, board.emulator, timeout=300)
@@ -332,8 +332,8 @@ class Tflm:
 
     def measure(self, machines: list[str], samples: list[str], clean: bool) -> dict[str, Any]:
         from armgen.boards import load_board
-        from armgen.run import instructions_from_ticks, qemu_command
-        from armgen.size import size_elf
+        from armgen.firmware.run import instructions_from_ticks, qemu_command
+        from armgen.firmware.size import size_elf
 
         out: dict[str, Any] = {}
         for m in machines:
@@ -423,7 +423,7 @@ class Tflm:
                     "commands": {
                         "configure": cmdline(cfg_cmd),
                         "build": cmdline(build_cmd),
-                        "size": f"armgen.size.size_elf({elf}, board={MACHINES[m]}, map={mp}, rules=COMPONENT_RULES + TFLM archive rules)",
+                        "size": f"armgen.firmware.size.size_elf({elf}, board={MACHINES[m]}, map={mp}, rules=COMPONENT_RULES + TFLM archive rules)",
                         "run": cmdline(qemu_command(elf, board.emulator)),
                     },
                 })
@@ -434,25 +434,25 @@ class Tflm:
 
 
 # ---------------------------------------------------------------------------------------------
-# sizes: armgen.size plus a workaround for overlapping map lines
+# sizes: armgen.firmware.size plus a workaround for overlapping map lines
 # ---------------------------------------------------------------------------------------------
 def component_sizes(elf: Path, board_name: str, map_path: Path, rules=None) -> dict[str, Any]:
-    """Flash/RAM per component from armgen.size.size_elf with the linker map.
+    """Flash/RAM per component from armgen.firmware.size.size_elf with the linker map.
 
-    Workaround (reported to the lead): armgen.size gives a whole section to ``unattributed`` when two
+    Workaround (reported to the lead): armgen.firmware.size gives a whole section to ``unattributed`` when two
     map lines overlap, which GNU ld's merged string sections (``.rodata.str1.4`` of two objects
     at one address) do in armgen's own firmware maps. For such sections the bytes are attributed
     here from the same map with the same rules, overlapping bytes counted once (first line wins).
     """
     from armgen.boards import load_board
-    from armgen.size import COMPONENT_RULES, UNATTRIBUTED, classify, parse_map, size_elf
+    from armgen.firmware.size import COMPONENT_RULES, UNATTRIBUTED, classify, parse_map, size_elf
 
     if rules is None:
-        from armgen.size import ComponentRule
+        from armgen.firmware.size import ComponentRule
 
         # armgen's build now compiles only the cortex_m/portable kernel sources a program needs into its
         # own archives (libarmgen_cortex_m_kernels.a, libarmgen_portable_kernels.a), which
-        # armgen.size's rules do not name yet (they land in other_libraries); reported to the lead.
+        # armgen.firmware.size's rules do not name yet (they land in other_libraries); reported to the lead.
         rules = (
             ComponentRule("cortex_m_kernels", archive=r"libarmgen_cortex_m_kernels\.a"),
             ComponentRule("portable_kernels", archive=r"libarmgen_portable_kernels\.a"),
@@ -517,7 +517,7 @@ def libc_members(map_path: Path) -> list[str]:
     return out
 
 
-COMPONENTS_HOW = ("benchmarks/bench.py component_sizes({elf}, {board}, {map}): armgen.size.size_elf with the "
+COMPONENTS_HOW = ("benchmarks/bench.py component_sizes({elf}, {board}, {map}): armgen.firmware.size.size_elf with the "
                   "linker map, plus rules for armgen's own kernel archives and overlap-safe re-attribution")
 
 KERNEL_COMPONENTS = ("kernel_registration", "portable_kernels", "quantized_kernels", "cortex_m_kernels", "cmsis_nn")

@@ -17,7 +17,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from armgen.compile import compile_model
+from armgen.model.compile import compile_model
 
 DEFAULT_CASES = [(s, t) for t in ("cortex-m55", "cortex-m4") for s in ("kws", "vww", "ic", "ad")] + [
     ("kws", "ethos-u55-128"),
@@ -49,7 +49,7 @@ def main() -> None:
             })
             print(f"{sample:4} {target:14} {dt:6.1f} s  pte {r.pte_size} B  planned {list(r.planned_buffers)}", flush=True)
     doc = {
-        "what": "wall-clock seconds of armgen.compile.compile_model per (sample, target), trained MLPerf Tiny weights",
+        "what": "wall-clock seconds of armgen.model.compile.compile_model per (sample, target), trained MLPerf Tiny weights",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "shared": "2 cores shared with other jobs"},
         "versions": {"torch": version("torch"), "executorch": version("executorch"), "ethos-u-vela": version("ethos-u-vela")},
         "results": rows,

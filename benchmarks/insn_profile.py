@@ -50,7 +50,7 @@ def profile_elf(elf: Path, board_name: str, timeout: int = 1800) -> dict[str, An
         subprocess.CalledProcessError / TimeoutExpired: QEMU or nm failed.
     """
     from armgen.boards import load_board
-    from armgen.run import qemu_command
+    from armgen.firmware.run import qemu_command
 
     board = load_board(board_name)
     ninsn: dict[int, int] = {}

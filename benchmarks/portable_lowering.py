@@ -8,7 +8,7 @@ program keeps `quantized_decomposed::quantize/dequantize_per_tensor` around ATen
 and runs on ExecuTorch's portable + quantized kernels. Inputs stay in the default NCHW memory format
 (the channels_last conversion belongs to the Cortex-M flow; portable kernels reject mixed dim orders).
 
-armgen compile has no switch for this, so this helper swaps armgen.compile._lower_cortex_m for a
+armgen compile has no switch for this, so this helper swaps armgen.model.compile._lower_cortex_m for a
 copy without the pass manager and otherwise runs armgen's compile stage unchanged (same report,
 reference data and file names). Usage:
 
@@ -23,7 +23,7 @@ from typing import Any
 
 
 def lower_without_cortex_m_passes(qep: Any, cpu: str) -> tuple[Any, list, list]:
-    import armgen.compile as c
+    import armgen.model.compile as c
     from executorch.backends.transforms.remove_clone_ops import RemoveCloneOpsTransform
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
@@ -42,7 +42,7 @@ def quantize_contiguous(model, example, calib, backend, target, system_config, m
     format: the portable kernels need one dim order for activations and weights, and the
     channels_last conversion is part of the Cortex-M flow, not of the portable one."""
     import torch
-    import armgen.compile as c
+    import armgen.model.compile as c
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -59,7 +59,7 @@ def quantize_contiguous(model, example, calib, backend, target, system_config, m
 
 def main(argv: list[str]) -> int:
     sample, target, out_dir, name = argv
-    import armgen.compile as c
+    import armgen.model.compile as c
 
     c._lower_cortex_m = lower_without_cortex_m_passes
     c._quantize = quantize_contiguous

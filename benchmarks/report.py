@@ -191,7 +191,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
                              n(t["flash"])])
     L.append(table(["sample / machine", "build", "runtime core", "registration", "kernels (non-CMSIS-NN)", "CMSIS-NN",
                     "model", "app + start-up", "libc/libgcc", "other", "total"], rows, "llrrrrrrrrr"))
-    L.append("\nComponents from the linker map (armgen.size rules; TFLM adds rules for its runtime and kernel "
+    L.append("\nComponents from the linker map (armgen.firmware.size rules; TFLM adds rules for its runtime and kernel "
              "archives). ExecuTorch's `kernels_util_all_deps` counts as kernels.\n")
 
     # times
@@ -364,7 +364,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
             "`arm_depthwise_conv_wrapper_s8` itself turns a one-input-channel depthwise call into a convolution "
             "(`arm_depthwise_conv_to_conv_s8`, only under `ARM_MATH_MVEI`), so there armgen is level with TFLM.")
     if reattr:
-        findings.append("armgen.size gave the whole `.text` to `unattributed` for " + ", ".join(reattr) + ": GNU ld "
+        findings.append("armgen.firmware.size gave the whole `.text` to `unattributed` for " + ", ".join(reattr) + ": GNU ld "
                         "merges `.rodata.str1.*` string sections, so two map lines overlap; `bench.component_sizes()` "
                         "re-attributes those sections from the same map (overlap counted once)")
     app_big = [f"{s}/{m} {n(comp(a, 'app'))} B" for m in MACHINES for s in SAMPLES

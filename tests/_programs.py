@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from armgen.program_report import ProgramReport
+from armgen.model.program_report import ProgramReport
 
 _CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
 
@@ -24,7 +24,7 @@ def compiled(sample: str, target: str) -> tuple[ProgramReport, Path, Path]:
     Returns:
         (report, pte path, report path).
     """
-    from armgen.compile import compile_model
+    from armgen.model.compile import compile_model
 
     out = _CACHE / f"{sample}-{target}"
     kwargs = {}
@@ -40,7 +40,7 @@ def compiled(sample: str, target: str) -> tuple[ProgramReport, Path, Path]:
 def workspace_missing() -> str | None:
     """Why no workspace usable for firmware builds exists (None when one does)."""
     try:
-        from armgen.build import resolve_workspace
+        from armgen.firmware.build import resolve_workspace
 
         resolve_workspace()
     except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace

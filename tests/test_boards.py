@@ -493,7 +493,7 @@ def test_usage_errors_are_one_error_line_and_a_hint(args, fragment, where):
 
 
 def test_cmsis_nn_optimization_follows_helium():
-    from armgen.spec import cmsis_nn_optimization
+    from armgen.project.spec import cmsis_nn_optimization
 
     assert cmsis_nn_optimization(load_board("qemu_mps3_an547")) == "-Ofast"  # Cortex-M55, MVE
     assert cmsis_nn_optimization(load_board("alif_e8")) == "-Ofast"

@@ -17,8 +17,8 @@ import torch
 from click.testing import CliRunner
 
 from armgen.cli import main
-from armgen.compile import compile_model
-from armgen.program_report import ProgramReport
+from armgen.model.compile import compile_model
+from armgen.model.program_report import ProgramReport
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +218,7 @@ def test_ethos_u_reference_is_the_saved_quantized_program(compiled):
 _ROUND_TRIP = """
 import json, sys
 import numpy as np, torch
-from armgen.lowered_program import load_lowered_program
+from armgen.model.lowered_program import load_lowered_program
 ep = load_lowered_program(sys.argv[1])
 ref = np.load(sys.argv[2])
 dim_order = json.loads(sys.argv[3])
@@ -236,7 +236,7 @@ def test_cortex_m_reference_is_the_lowered_program_on_the_firmware_input(compile
     import subprocess
     import sys
 
-    from armgen.lowered_program import load_lowered_program
+    from armgen.model.lowered_program import load_lowered_program
 
     result = compiled(sample, "cortex-m55")
     report = result.report

@@ -17,8 +17,8 @@ from _programs import armgen, compiled, tree
 
 from armgen.boards import BOARDS_DIR, load_board
 from armgen.errors import ProjectError
-from armgen.render import render_project, write_project, write_project_result
-from armgen.spec import make_spec
+from armgen.project.render import render_project, write_project, write_project_result
+from armgen.project.spec import make_spec
 
 pytestmark = pytest.mark.slow
 
@@ -248,7 +248,7 @@ def test_bad_input_program_for_another_npu(kws, tmp_path):
     import dataclasses
     import shutil
 
-    from armgen.program_report import DelegateInfo, ProgramReport, VelaInfo
+    from armgen.model.program_report import DelegateInfo, ProgramReport, VelaInfo
 
     report, pte, report_path = kws
     prog = tmp_path / "eu"
@@ -301,7 +301,7 @@ def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
 
     import numpy as np
 
-    from armgen.render import _sample_inputs
+    from armgen.project.render import _sample_inputs
 
     x = np.arange(-60, 60, dtype=np.int8).reshape(1, 3, 5, 8)  # logical NCHW
     stored = np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # what the compile stage saves (NHWC)
@@ -320,7 +320,7 @@ def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
 @pytest.fixture(scope="module")
 def zephyr_programs(tmp_path_factory):
     """kws compiled (torch.export, ExecuTorch lowering, Vela) for the NPU of alif_e8 and corstone_300."""
-    from armgen.compile import compile_model
+    from armgen.model.compile import compile_model
 
     out = {}
     for board_name in ("alif_e8", "corstone_300"):
@@ -337,7 +337,7 @@ def zephyr_programs(tmp_path_factory):
 @pytest.mark.parametrize("board_name", ["alif_e8", "corstone_300"])
 def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_programs, board_name):
     """armgen.toml, the `new` summary (spec.stack_region), the README and the overlay name one region."""
-    from armgen import zephyr
+    from armgen.project import zephyr
 
     res = zephyr_programs[board_name]
     board = load_board(board_name)

@@ -1,8 +1,8 @@
-"""Tests of the run stage (armgen.run) and `armgen run`.
+"""Tests of the run stage (armgen.firmware.run) and `armgen run`.
 
 Without a workspace: a tiny real bare-metal program (tests/run_fixtures/probe.c, own start-up and
 semihosting) is compiled with arm-none-eabi-gcc for mps3-an547 and mps2-an386 and run on the real
-qemu-system-arm through armgen.run's wrapper. CI installs both tools.
+qemu-system-arm through armgen.firmware.run's wrapper. CI installs both tools.
 
 With a workspace (marker `workspace`): the samples through `armgen new` + `armgen run`.
 """
@@ -21,8 +21,8 @@ import pytest
 
 from armgen.boards import Emulator
 from armgen.errors import RunError
-from armgen.program_report import ProgramReport, ProgramStats, TensorInfo
-from armgen.run import (
+from armgen.model.program_report import ProgramReport, ProgramStats, TensorInfo
+from armgen.firmware.run import (
     FirmwareError,
     PoolUse,
     StackUse,
@@ -260,7 +260,7 @@ def _identity_project(tmp_path: Path, ref_offset_lsb: int = 0) -> tuple[ProgramR
 
 
 def test_reference_arrays_in_memory_order_are_made_logical(tmp_path):
-    from armgen.run import load_reference
+    from armgen.firmware.run import load_reference
 
     info = TensorInfo(0, (1, 3, 2, 2), "int8", (0, 2, 3, 1), 12, 0.1, 0)
     rep = ProgramReport(**{**_report(files={"reference": "r.npz"}).__dict__, "inputs": (info,)})
@@ -327,7 +327,7 @@ def test_run_firmware_flags_constant_outputs(probe, tmp_path):
 def test_load_input_file_formats(tmp_path):
     import torch
 
-    from armgen.run import load_input_file
+    from armgen.firmware.run import load_input_file
 
     info = TensorInfo(0, (1, 2, 3), "int8", (0, 1, 2), 6, 0.1, 0)
     x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
@@ -361,7 +361,7 @@ def test_cli_not_a_project(tmp_path):
 
 def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     """An Ethos-U delegated program: one line saying why, and the Cortex-M build command."""
-    from armgen.program_report import DelegateInfo
+    from armgen.model.program_report import DelegateInfo
 
     rep = _report()
     rep = ProgramReport(**{**rep.__dict__, "backend": "ethos-u", "target": "ethos-u85-256",
@@ -435,7 +435,7 @@ def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
-    from armgen.run import dequantize, reference_outputs
+    from armgen.firmware.run import dequantize, reference_outputs
 
     class Tiny(torch.nn.Module):
         def __init__(self):
@@ -470,8 +470,8 @@ def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
 def test_reference_outputs_run_the_lowered_program(tmp_path):
     """A Cortex-M compile saves the lowered program; the run stage's reference for any input is
     that program on the host (cortex_m host kernels), equal to the saved reference on its input."""
-    from armgen.compile import compile_model
-    from armgen.run import load_reference, reference_outputs, reference_program
+    from armgen.model.compile import compile_model
+    from armgen.firmware.run import load_reference, reference_outputs, reference_program
 
     result = compile_model("ic", "cortex-m55", out_dir=tmp_path)  # 3-channel channels_last input
     report = result.report

@@ -22,7 +22,7 @@ from armgen.boards import load_board
 from armgen.cli import main
 from armgen.errors import SizeError
 from armgen.paths import workspace_dir
-from armgen.size import (
+from armgen.firmware.size import (
     COMPONENT_RULES,
     ZEPHYR_ROM_SECTIONS,
     ZEPHYR_STACKS,
@@ -37,7 +37,7 @@ from armgen.size import (
     resolve_budgets,
     size_elf,
 )
-from armgen.size_plot import render_region_svg
+from armgen.firmware.size_plot import render_region_svg
 
 GCC = shutil.which("arm-none-eabi-gcc")
 AR = shutil.which("arm-none-eabi-ar")

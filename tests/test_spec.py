@@ -1,6 +1,6 @@
 """ProjectSpec: pools sized from the program report, placed in board regions, checked before writing.
 
-Programs are compiled for real (armgen.compile: torch.export, PT2E, ExecuTorch lowering) once per
+Programs are compiled for real (armgen.model.compile: torch.export, PT2E, ExecuTorch lowering) once per
 session; boards are the built-in YAML files or variants of them made with board_from_data.
 """
 
@@ -14,8 +14,8 @@ from _programs import compiled
 
 from armgen.boards import BOARDS_DIR, board_from_data, load_board
 from armgen.errors import ProjectError
-from armgen.program_report import DelegateInfo, VelaInfo
-from armgen.spec import (
+from armgen.model.program_report import DelegateInfo, VelaInfo
+from armgen.project.spec import (
     POOL_ALIGNMENT,
     default_backend,
     default_rtos,

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from armgen.errors import ModelError
-from armgen.model_source import load_sample, mlperf_dir, sample_module
-from armgen.tflite_weights import load_tflite_weights, read_tflite_layers
+from armgen.model.model_source import load_sample, mlperf_dir, sample_module
+from armgen.model.tflite_weights import load_tflite_weights, read_tflite_layers
 
 litert = pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-litert (test extra) not installed")
 

@@ -5,7 +5,7 @@ generated files are checked against what Zephyr and ExecuTorch define:
 
 * every ``CONFIG_`` line of ``prj.conf`` / ``boards/*.conf`` names a symbol declared in the
   project's own ``Kconfig``, in ExecuTorch's ``zephyr/Kconfig`` (read from the armgen workspace;
-  that half is skipped without one) or in :data:`armgen.zephyr.ZEPHYR_CORE_SYMBOLS` (each with the
+  that half is skipped without one) or in :data:`armgen.project.zephyr.ZEPHYR_CORE_SYMBOLS` (each with the
   Zephyr file that declares it);
 * board file names are the normalised board target; the top-level files match upstream's
   ``zephyr/samples/mv2-ethosu``;
@@ -26,13 +26,13 @@ from pathlib import Path
 import pytest
 from _programs import config_lines
 
-from armgen import zephyr
+from armgen.project import zephyr
 from armgen.boards import load_board
-from armgen.compile import compile_model
+from armgen.model.compile import compile_model
 from armgen.errors import ProjectError, WorkspaceError
 from armgen.paths import MODULES_DIR, workspace_dir
-from armgen.render import render_project, write_project
-from armgen.spec import make_spec, operator_lookup_scratch
+from armgen.project.render import render_project, write_project
+from armgen.project.spec import make_spec, operator_lookup_scratch
 
 #: Top-level entries of upstream's zephyr/samples/mv2-ethosu (ExecuTorch main, 2026-08-22):
 #: CMakeLists.txt Kconfig README.md boards/ model_section.ld.in prj.conf sample.yaml src/.

@@ -10,7 +10,7 @@ Ethos-U nodes), each with the file and commit it was read at. These tests check 
 * every ``&label`` of the overlay exists in the target's devicetree (or the overlay defines it), and
   every linker memory region the ``linker/*.ld`` snippets name is a ``zephyr,memory-region`` of the
   devicetree, one the overlay adds, or one of Zephyr's ROMABLE_REGION/RAMABLE_REGION;
-* armgen's own tables (:data:`armgen.zephyr.ZEPHYR_DTS`, the board files' regions, the Zephyr Kconfig
+* armgen's own tables (:data:`armgen.project.zephyr.ZEPHYR_DTS`, the board files' regions, the Zephyr Kconfig
   symbol table) agree with the recorded facts, so a drift on either side is caught.
 
 Known disagreements between armgen and the recorded facts are marked ``xfail(strict=True)`` with the
@@ -27,7 +27,7 @@ import pytest
 from _programs import config_lines
 import yaml
 
-from armgen import zephyr
+from armgen.project import zephyr
 from armgen.boards import load_board
 from armgen.paths import MODULES_DIR
 
@@ -58,7 +58,7 @@ BOARD_FILES = {
     "stm32f4_disco": "stm32f4_disco",
 }
 
-#: Known disagreements between armgen.zephyr.ZEPHYR_DTS and the recorded facts, keyed
+#: Known disagreements between armgen.project.zephyr.ZEPHYR_DTS and the recorded facts, keyed
 #: (target, armgen region or "@flash"/"@sram"/"@npu"): reason. Strict xfail: remove when fixed.
 DTS_TABLE_DRIFT: dict[tuple[str, str], str] = {}
 
@@ -173,7 +173,7 @@ def _dts_table_cases():
 
 def test_every_recorded_target_is_in_armgens_table():
     for target in BOARDS:
-        assert target in zephyr.ZEPHYR_DTS, f"{target}: no devicetree facts in armgen.zephyr.ZEPHYR_DTS"
+        assert target in zephyr.ZEPHYR_DTS, f"{target}: no devicetree facts in armgen.project.zephyr.ZEPHYR_DTS"
 
 
 @pytest.mark.parametrize(("target", "key"), _dts_table_cases())
@@ -203,7 +203,7 @@ def test_board_file_names_the_4_4_target_and_its_regions_match_the_dts(board_nam
     assert target == BOARD_FILES[board_name]
     facts = zephyr.ZEPHYR_DTS.get(target)
     if facts is None:
-        pytest.fail(f"{target}: no devicetree facts in armgen.zephyr.ZEPHYR_DTS")
+        pytest.fail(f"{target}: no devicetree facts in armgen.project.zephyr.ZEPHYR_DTS")
     labels = _labels(target)
     for region in board.regions:
         dt = facts.regions.get(region.name)
@@ -282,9 +282,9 @@ def test_imported_zephyr_projects_exist_in_zephyrs_manifest():
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory):
     """{board file: (spec, {path: bytes}, Zephyr target)}; kws compiled once per NPU configuration."""
-    from armgen.compile import compile_model
-    from armgen.render import render_project
-    from armgen.spec import make_spec
+    from armgen.model.compile import compile_model
+    from armgen.project.render import render_project
+    from armgen.project.spec import make_spec
 
     compiled: dict[tuple, object] = {}
     out = {}

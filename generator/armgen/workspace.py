@@ -210,7 +210,7 @@ def release_manifest(zephyr_release: str) -> Path:
         WorkspaceError: an unknown release (naming the known ones).
     """
     from armgen.errors import ProjectError
-    from armgen.zephyr import zephyr_release as find_release
+    from armgen.project.zephyr import zephyr_release as find_release
 
     try:
         return find_release(zephyr_release).manifest
@@ -681,7 +681,7 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
     if not is_west:
         problems.append("no .west/config (not made by `armgen workspace init`)")
     state = _read_state(root)
-    from armgen.zephyr import default_release
+    from armgen.project.zephyr import default_release
 
     # Without Zephyr, the default release's projects are listed as inactive.
     pins = manifest_pins(_state_zephyr_release(state) or default_release())
@@ -944,7 +944,7 @@ def _zephyr_release_to_init(want_zephyr: bool, zephyr_release: str | None, old_s
         if zephyr_release is not None:
             raise WorkspaceError("--zephyr-release needs --zephyr (or a workspace that has Zephyr)")
         return None
-    from armgen.zephyr import default_release
+    from armgen.project.zephyr import default_release
 
     zephyr_release = zephyr_release or old_state.get("zephyr_release") or default_release()
     release_manifest(zephyr_release)  # an unknown release fails before anything is fetched

@@ -24,7 +24,7 @@ def build_cmd(ctx: click.Context, project: Path, workspace: Path | None, rebuild
 
     Exit status: 0 built and within budget, 1 built but over budget, 2 error.
     """
-    from armgen.build import build_project
+    from armgen.firmware.build import build_project
 
     if err_console.is_terminal:
         with Progress(

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
-from armgen.program_report import ProgramReport
+from armgen.model.program_report import ProgramReport
 
 
 def _delegates_table(report: ProgramReport) -> Table:
@@ -142,7 +142,7 @@ def compile_cmd(
     Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
     (default ../shared/models/mlperf_tiny beside the checkout) when the reference .tflite is there.
     """
-    from armgen.compile import compile_model
+    from armgen.model.compile import compile_model
 
     with err_console.status(f"compiling {model} for {target} ..."):
         result = compile_model(
@@ -167,7 +167,7 @@ def compile_cmd(
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def inspect_cmd(pte, as_json):
     """Read an ExecuTorch program (.pte) and print its program report."""
-    from armgen.inspect_program import inspect_pte
+    from armgen.model.inspect_program import inspect_pte
 
     report = inspect_pte(Path(pte))
     if as_json:

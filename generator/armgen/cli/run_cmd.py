@@ -18,7 +18,7 @@ from rich.table import Table
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.errors import ArmgenError, ProjectError, RunError
-from armgen.project_record import read_record
+from armgen.project.project_record import read_record
 
 
 # ---- project record -----------------------------------------------------------------------------
@@ -79,13 +79,13 @@ def _qemu_elf(
       ``standin/<QEMU board>/`` (armgen.toml ``standin``), built with west;
     - a bare-metal project on a real board, or ``--baremetal-standin``: the same program planned,
       rendered and built bare metal for the stand-in board under ``build/<stand-in>/<name>/``
-      (armgen.build.build_for_board).
+      (armgen.firmware.build.build_for_board).
     Ninja makes a second call cheap (about 1 s when nothing changed).
 
     Raises:
         RunError: a Zephyr project without a stand-in application (the hint says why and what to do).
     """
-    from armgen import build as build_stage  # lazy: the build stage pulls in cmake/ninja wrappers
+    from armgen.firmware import build as build_stage  # lazy: the build stage pulls in cmake/ninja wrappers
 
     def progress(stage: str, done: int, total: int, what: str) -> None:
         if stage == "configure" and done == 0:
@@ -245,8 +245,8 @@ def run_command(
     instruction count (not silicon cycles).
     """
     from armgen.boards import load_board
-    from armgen.program_report import ProgramReport
-    from armgen.run import load_input_file, run_firmware
+    from armgen.firmware.run import load_input_file, run_firmware
+    from armgen.model.program_report import ProgramReport
 
     project = project.resolve()
     record = _read_record(project)

@@ -14,8 +14,7 @@ from rich.table import Table
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.errors import SizeError
-from armgen.project_record import read_record
-from armgen.size import (
+from armgen.firmware.size import (
     COMPONENT_LABELS,
     ElfSizeReport,
     SizeBudgets,
@@ -27,6 +26,7 @@ from armgen.size import (
     resolve_budgets,
     size_elf,
 )
+from armgen.project.project_record import read_record
 
 
 def _read_project(toml_path: Path) -> dict[str, Any]:
@@ -234,7 +234,7 @@ def _record_map(toml_path: Path, project: dict[str, Any], elf: Path) -> Path | N
 def _write_svg(elf: Path, report: Any) -> str | None:
     """Write ``<elf stem>.size.svg`` beside the ELF (only when it changed); its path, or None when it
     cannot be written (a warning, not an error)."""
-    from armgen.size_plot import render_region_svg
+    from armgen.firmware.size_plot import render_region_svg
 
     svg_path = elf.with_name(elf.stem + ".size.svg")
     svg = render_region_svg(report)

@@ -90,7 +90,7 @@ def init_cmd(
     benchmarks: bool | None,
 ) -> None:
     """Create the workspace at DIRECTORY (or the default), or bring it up to the pins."""
-    from armgen.zephyr import default_release
+    from armgen.project.zephyr import default_release
 
     if mirror is not None:
         validate_mirror_template(mirror)

@@ -1,6 +1,6 @@
 """The run stage: execute a built firmware ELF on QEMU and check what it prints.
 
-Input: a built ELF, the :class:`~armgen.program_report.ProgramReport` of the program inside it, and
+Input: a built ELF, the :class:`~armgen.model.program_report.ProgramReport` of the program inside it, and
 the board's :class:`~armgen.boards.Emulator` facts. Output: a frozen :class:`RunReport`.
 
 What the stage does, in order:
@@ -55,7 +55,7 @@ import numpy as np
 from armgen.boards import Emulator
 from armgen.errors import RunError, ToolchainError
 from armgen.et_errors import ET_ERRORS
-from armgen.program_report import ProgramReport, TensorInfo
+from armgen.model.program_report import ProgramReport, TensorInfo
 
 QEMU = "qemu-system-arm"
 
@@ -682,7 +682,7 @@ class Reference:
     """The program's inputs and the reference outputs for them (logical order).
 
     ``kind`` says what the outputs come from (the ``.npz``'s ``reference_kind``, see
-    ``armgen.compile.REFERENCE_KINDS``): ``"lowered_cortex_m"`` (the lowered program with the
+    ``armgen.model.compile.REFERENCE_KINDS``): ``"lowered_cortex_m"`` (the lowered program with the
     ``cortex_m::`` host kernels: CMSIS-NN's integer arithmetic, bit-exact with the firmware) or
     ``"quantized_model"`` (the quantized model before lowering; also assumed for an ``.npz``
     without the entry).
@@ -725,7 +725,7 @@ def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
     """Load the compile stage's reference (``report.files["reference"]``, an ``.npz``).
 
     The file holds ``input_<i>``/``output_<i>`` arrays of the quantized program on the sample's
-    deterministic input, in the program's dtype and in memory (dim) order, as armgen.compile
+    deterministic input, in the program's dtype and in memory (dim) order, as armgen.model.compile
     writes them (e.g. NHWC for a channels_last input); arrays in logical shape are taken as they
     are. They are returned in logical order. Paths in ``report.files`` are relative to
     ``report_dir``.
@@ -799,7 +799,7 @@ def reference_outputs(
         if not path.is_file():
             raise RunError(f"{what} not found: {path}")
         if kind == "lowered_cortex_m":
-            from armgen.lowered_program import load_lowered_program
+            from armgen.model.lowered_program import load_lowered_program
 
             program = load_lowered_program(path)
         else:
@@ -841,7 +841,7 @@ def _load_quantized_program(path: Path) -> Any:
     try:
         return torch.export.load(str(path))
     except Exception:  # noqa: BLE001 - register torchao's and cortex_m's ops, then retry
-        from armgen.lowered_program import register_cortex_m_ops
+        from armgen.model.lowered_program import register_cortex_m_ops
 
         register_cortex_m_ops()
         return torch.export.load(str(path))
@@ -1045,7 +1045,7 @@ def check_pools(
       equal reserved (the firmware reads used from ``MethodMeta::memory_planned_buffer_size``);
       used < reserved is a warning (wasted bytes), used > reserved an error.
     - ``method``/``temp`` and any other pool: the reservation is the documented upper bound
-      (armgen.spec); used above it is an error (overflow), below it an info finding with the
+      (armgen.project.spec); used above it is an error (overflow), below it an info finding with the
       headroom (the allocators' use is not in the ``.pte``, so the bound is not exact).
     - a planned buffer of the program with no ``planned_<i>`` line is an error.
     - stack: used above reserved is an error; otherwise an info finding with the headroom.

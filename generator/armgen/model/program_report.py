@@ -143,7 +143,7 @@ class ProgramReport:
             (keys: ``"quantized_program"`` -> ``.pt2``, ``"reference"`` -> ``.npz`` with
             ``input_<i>``/``output_<i>`` arrays for the sample's deterministic inputs and
             ``reference_kind``; Cortex-M: ``"lowered_program"`` -> ``.lowered.pt2``, the lowered
-            edge program the reference outputs come from, see armgen.lowered_program).
+            edge program the reference outputs come from, see armgen.model.lowered_program).
         warnings: human-readable warnings raised while compiling.
     """
 

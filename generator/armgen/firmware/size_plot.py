@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from armgen.size import COMPONENT_LABELS, UNATTRIBUTED, ElfSizeReport
+from armgen.firmware.size import COMPONENT_LABELS, UNATTRIBUTED, ElfSizeReport
 
 #: Fixed colour per component key (colour-blind-friendly Okabe-Ito first, then greys/others).
 COMPONENT_COLOURS: dict[str, str] = {

@@ -375,12 +375,12 @@ def zephyr_sram_region(board: Board, facts: DtsFacts, uses_npu: bool, pools: Any
     NPU-reachable RAM, as ExecuTorch's overlays do: Corstone-300 ``isram``, Alif ``sram0``), never
     a region the NPU cannot reach. Without: the board's default ``zephyr,sram``.
 
-    Called by :func:`armgen.spec.make_spec` only, which makes it the spec's ``data_region`` and
+    Called by :func:`armgen.project.spec.make_spec` only, which makes it the spec's ``data_region`` and
     ``stack_region`` on Zephyr; :func:`zephyr_context` reads it back from the spec.
 
     Args:
         board: the board. facts: :func:`dts_facts` of it. uses_npu: the program has an Ethos-U
-            delegate. pools: the planned pools (:class:`armgen.spec.PoolPlan`, planned_1 first).
+            delegate. pools: the planned pools (:class:`armgen.project.spec.PoolPlan`, planned_1 first).
 
     Returns:
         str: an armgen region name.
@@ -452,7 +452,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         ProjectError: the board has no Zephyr target, or the NPU placement is not usable by
             Zephyr's Ethos-U driver (:func:`check_npu_placement`).
     """
-    from armgen.spec import reads_input_file
+    from armgen.project.spec import reads_input_file
 
     board: Board = spec.board
     release = zephyr_release(spec.zephyr_release)

@@ -8,7 +8,7 @@ its map file land in ``PROJECT/build/<name>.elf`` / ``.map`` (named in ``armgen.
 
 Progress goes to a callback (``configure``, ``compile N/M``, ``link``); every tool line is kept in
 ``build/armgen-build.log``. On failure the first compiler/linker error and its file are in the
-:class:`~armgen.errors.BuildError` message. At the end the size stage runs (:mod:`armgen.size`) when
+:class:`~armgen.errors.BuildError` message. At the end the size stage runs (:mod:`armgen.firmware.size`) when
 it is installed, against the board and the project's budgets.
 
 The stage never prints; the CLI (:mod:`armgen.cli.build_cmd`) shows progress and results.
@@ -30,7 +30,7 @@ from typing import Any
 
 from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
 from armgen.paths import workspace_dir
-from armgen.project_record import read_record
+from armgen.project.project_record import read_record
 
 #: Debian packages that provide the cross toolchain (compiler, newlib, libstdc++).
 TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
@@ -81,7 +81,7 @@ class BuildResult:
     Attributes:
         project: the record. elf / map: output paths. seconds: wall time of configure + build.
         steps: Ninja edges run (0 when already up to date). compiled: translation units compiled.
-        log: the full tool log. size: the size stage's report (None when armgen.size is absent or
+        log: the full tool log. size: the size stage's report (None when armgen.firmware.size is absent or
             was skipped). violations: budget violations (empty when within budget).
         workspace: the workspace root used. warnings: e.g. a workspace ExecuTorch version that
             differs from the one the program was made with (same file identifier).
@@ -264,7 +264,7 @@ def build_project(
     Args:
         project: project directory (default: current directory). workspace: explicit workspace.
         jobs: parallel compile jobs. progress: callback, see :data:`Progress`.
-        size: run the size stage at the end when :mod:`armgen.size` exists.
+        size: run the size stage at the end when :mod:`armgen.firmware.size` exists.
         rebuild: delete ``build/`` first (a clean build).
 
     Returns:
@@ -440,8 +440,8 @@ def _build_zephyr(
         WorkspaceError: no Zephyr in the workspace, or another Zephyr release than the project's.
         ToolchainError, BuildError: as :func:`build_project`.
     """
+    from armgen.project.zephyr import check_zephyr_workspace
     from armgen.workspace import Workspace
-    from armgen.zephyr import check_zephyr_workspace
 
     progress = progress or (lambda *a: None)
     ws_root = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
@@ -502,9 +502,9 @@ def build_for_board(
         and everything :func:`build_project` raises.
     """
     from armgen.boards import load_board
-    from armgen.program_report import ProgramReport
-    from armgen.render import render_project, write_project
-    from armgen.spec import make_spec
+    from armgen.model.program_report import ProgramReport
+    from armgen.project.render import render_project, write_project
+    from armgen.project.spec import make_spec
 
     record = load_project(project)
     model = record.data.get("model", {})
@@ -620,7 +620,7 @@ def _first_build_error(log_path: Path) -> str:
 def _size_stage(result: BuildResult, progress: Progress) -> BuildResult:
     """Size the ELF and check budgets when the size stage is available (it is optional here)."""
     try:
-        from armgen import size as size_mod
+        from armgen.firmware import size as size_mod
     except ImportError:
         return result
     if not hasattr(size_mod, "size_elf"):

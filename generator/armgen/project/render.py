@@ -32,7 +32,7 @@ import jinja2
 from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
 from armgen.paths import TEMPLATES_DIR
-from armgen.spec import ProjectSpec, reads_input_file, validate_name
+from armgen.project.spec import ProjectSpec, reads_input_file, validate_name
 
 #: Values per line in generated C arrays.
 _PER_LINE = 12
@@ -74,7 +74,7 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     env = _environment()
     ctx = _context(spec)
     if spec.rtos == "zephyr":
-        from armgen.zephyr import zephyr_context
+        from armgen.project.zephyr import zephyr_context
 
         ctx.update(zephyr_context(spec))
     files: dict[str, bytes] = {}
@@ -362,7 +362,7 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
         for k, v in (("code", spec.code_region), ("model", spec.model_region), ("data", spec.data_region),
                      ("stack", spec.stack_region))
     ]
-    lines += ["", "# Bytes. method_allocator_bound: see armgen.spec.method_allocator_bound."]
+    lines += ["", "# Bytes. method_allocator_bound: see armgen.project.spec.method_allocator_bound."]
     lines += ["[memory]", f"stack = {spec.stack_size}", f"heap = {spec.heap_size}",
               f"method_allocator_bound = {spec.method_allocator_bound}"]
     for p in spec.pools:
@@ -416,7 +416,7 @@ def _rename(rel: str, spec: ProjectSpec) -> str:
     if rel == "linker/firmware.ld":
         return f"linker/{spec.name}.ld"
     if spec.rtos == "zephyr" and rel.startswith("boards/board.") and spec.zephyr_target is not None:
-        from armgen.zephyr import normalise_board_target
+        from armgen.project.zephyr import normalise_board_target
 
         # boards/<normalised target>.conf/.overlay
         return f"boards/{normalise_board_target(spec.zephyr_target)}{rel[len('boards/board'):]}"

@@ -119,7 +119,7 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
     Raises:
         ModelError: unknown sample, missing/mismatched weights file.
     """
-    from armgen.tflite_weights import load_tflite_weights
+    from armgen.model.tflite_weights import load_tflite_weights
 
     mod = sample_module(name)
     model = mod.build_model()

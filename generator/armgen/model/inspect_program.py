@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from armgen.errors import ProgramError
-from armgen.program_report import (
+from armgen.model.program_report import (
     DelegateInfo,
     KernelLibrary,
     OperatorInfo,

@@ -2,7 +2,7 @@
 
 The spec stage decides everything the rendered project hard-codes: its name and flavour, where the
 ``.pte`` and each memory pool live, how large every pool is, which operators are registered, and the
-budgets the size stage checks. It writes nothing; :mod:`armgen.render` turns a spec into files.
+budgets the size stage checks. It writes nothing; :mod:`armgen.project.render` turns a spec into files.
 
 Pools (agreed names, see the brief): one ``planned_<i>`` per planned buffer (memory id i, from 1,
 sized exactly ``report.planned_buffers[i-1]``), ``method`` (the method allocator, sized by
@@ -69,7 +69,7 @@ from typing import Literal
 from armgen import __version__ as ARMGEN_VERSION
 from armgen.boards import SPEED_ORDER, Board, MemoryRegion
 from armgen.errors import ProjectError
-from armgen.program_report import ProgramReport, TensorInfo
+from armgen.model.program_report import ProgramReport, TensorInfo
 
 Rtos = Literal["baremetal", "zephyr"]
 Backend = Literal["cortex-m", "ethos-u"]
@@ -204,7 +204,7 @@ class ProjectSpec:
         budgets: ``{"flash": bytes, "ram": bytes}`` from the board.
         armgen_version / executorch_version: for the record.
         zephyr_release: the Zephyr release a Zephyr project is written for (``"3.7"``, ``"4.4"``;
-            :mod:`armgen.zephyr`), None for bare metal. zephyr_target: the board's target in that
+            :mod:`armgen.project.zephyr`), None for bare metal. zephyr_target: the board's target in that
             release (``mps3/an547``), None for bare metal.
     """
 
@@ -715,11 +715,11 @@ def _plan_memory(
     zephyr_target = None
     if rtos == "zephyr":
         # On Zephyr .data/.bss, the main stack and the kernel heap live in the region chosen as
-        # zephyr,sram; armgen.zephyr picks that region (the NPU pools' region when delegated, else the
+        # zephyr,sram; armgen.project.zephyr picks that region (the NPU pools' region when delegated, else the
         # board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
         # and the overlay all read the same region from the spec.
-        from armgen.zephyr import board_target
-        from armgen.zephyr import zephyr_release as find_release
+        from armgen.project.zephyr import board_target
+        from armgen.project.zephyr import zephyr_release as find_release
 
         release = find_release(zephyr_release)
         zephyr_release = release.name
@@ -889,7 +889,7 @@ def _zephyr_ram(
     Raises:
         ProjectError: no region satisfies both the NPU pools and Zephyr's single RAM region.
     """
-    from armgen.zephyr import dts_facts, zephyr_sram_region
+    from armgen.project.zephyr import dts_facts, zephyr_sram_region
 
     facts = dts_facts(board, target)
     ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")

@@ -2,7 +2,7 @@
 
 Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
 
-1. Model source (:mod:`armgen.model_source`): sample, ``.py``, ``.pt2``.
+1. Model source (:mod:`armgen.model.model_source`): sample, ``.py``, ``.pt2``.
 2. ``torch.export`` of the float model; post-training int8 quantization with PT2E
    (``prepare_pt2e`` -> calibration -> ``convert_pt2e``) using the target's quantizer:
    ``CortexMQuantizer`` for Cortex-M, ``EthosUQuantizer`` for Ethos-U.
@@ -21,13 +21,13 @@ Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
    ``QuantizeOutputs`` so the program takes and returns int8 tensors; their scale and zero
    point are recorded in the report (the firmware quantizes its float input with them).
 4. ``to_executorch()`` with ExecuTorch's default memory planning; the ``.pte`` is read back
-   (:mod:`armgen.inspect_program`) to fill the report, which fails when a non-delegated
+   (:mod:`armgen.model.inspect_program`) to fill the report, which fails when a non-delegated
    operator has no kernel in the libraries armgen links.
 
 Outputs in ``out_dir`` (written to a temporary folder first, then moved in):
 ``<name>.pte``, ``<name>.report.json``, ``<name>.pt2`` (the quantized ``torch.export``
 program), ``<name>.reference.npz`` (``input_<i>``/``output_<i>``, see :data:`REFERENCE_KINDS`),
-for Cortex-M ``<name>.lowered.pt2`` (the lowered edge program, see :mod:`armgen.lowered_program`)
+for Cortex-M ``<name>.lowered.pt2`` (the lowered edge program, see :mod:`armgen.model.lowered_program`)
 and, for Ethos-U, ``<name>.vela.txt`` (Vela's summary).
 
 The reference outputs of a Cortex-M program come from the lowered edge program (after the
@@ -57,10 +57,10 @@ import numpy as np
 import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
-from armgen.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
-from armgen.lowered_program import save_lowered_program
-from armgen.model_source import ModelSource, load_calibration, resolve_model, run_forward
-from armgen.program_report import ProgramReport, VelaInfo
+from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
+from armgen.model.lowered_program import save_lowered_program
+from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
+from armgen.model.program_report import ProgramReport, VelaInfo
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Reading a project's record, ``armgen.toml`` (written by :mod:`armgen.render`).
+"""Reading a project's record, ``armgen.toml`` (written by :mod:`armgen.project.render`).
 
 One reader of the file for every later stage and command; each caller checks the keys it needs.
 """

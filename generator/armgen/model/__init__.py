@@ -1,0 +1,10 @@
+"""The model stage: a model (built-in sample, Python file, ``.pt2``) -> an int8 ExecuTorch program
+(``.pte``) and its :class:`~armgen.model.program_report.ProgramReport`.
+
+    model_source     where a model comes from (samples, user files, weights, calibration data)
+    compile          quantize, lower (CMSIS-NN or Vela), emit; the reference outputs
+    program_report   the report of a ``.pte`` (ExecuTorch's own deserializer)
+    inspect_program  ``armgen inspect``: a report from a ``.pte`` alone
+    lowered_program  the lowered program saved for host references
+    tflite_weights   MLPerf Tiny trained weights from the reference ``.tflite`` files
+"""

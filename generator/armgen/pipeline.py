@@ -1,0 +1,169 @@
+"""The flow of ``armgen new``: model -> program + report -> project spec -> rendered project on disk.
+
+Each stage module owns its step (:mod:`armgen.model`, :mod:`armgen.project`); this module only
+chains them, so the CLI stays a thin layer of options and output. Data moves forward only.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from armgen.errors import ModelError, ProjectError
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class NewProject:
+    """What :func:`new_project` made: the spec, the rendered files and where they were written."""
+
+    spec: Any
+    rendered: Any
+    written: Any
+
+
+def new_project(
+    name: str, board_name: str, *, model: str | None, weights: str | None, rtos: str | None,
+    zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | None, force: bool,
+    say: Say,
+) -> NewProject:
+    """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
+
+    The cheap checks (board, name, backend, RTOS, Zephyr release, stack size, an existing directory)
+    come first: nothing is compiled or written for bad input. ``say`` gets the notes and warnings.
+
+    Raises:
+        BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
+    """
+    from armgen.boards import load_board
+    from armgen.project.render import render_project, write_project_result
+    from armgen.project.spec import DEFAULT_STACK_SIZE, check_stack_size, make_spec, resolve_options
+
+    # Cheap checks first: nothing is compiled or written for bad input.
+    board = load_board(board_name)
+    backend, rtos = resolve_options(name, board, backend, rtos)
+    stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size is None else stack_size)
+    if rtos == "zephyr":
+        from armgen.project.zephyr import board_target
+        from armgen.project.zephyr import zephyr_release as find_release
+
+        release = find_release(zephyr_release)
+        board_target(board, release)  # the board must be in that release: fail before compiling
+        zephyr_release = release.name
+    elif zephyr_release is not None:
+        raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
+    dest = out_dir.expanduser().resolve() / name
+    if dest.exists() and not force:
+        raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
+
+    board_ref = board_name if not _looks_like_path(board_name) else str(Path(board_name).expanduser().resolve())
+    with tempfile.TemporaryDirectory(prefix="armgen-new-") as tmp:
+        report, pte_path, report_path, source = _program(name, model, weights, board, backend, Path(tmp), say)
+        spec = make_spec(
+            report,
+            board,
+            name=name,
+            pte_path=pte_path,
+            report_path=report_path,
+            board_ref=board_ref,
+            rtos=rtos,
+            backend=backend,
+            model_source=source,
+            weights=str(Path(weights).expanduser().resolve()) if weights else None,
+            stack_size=stack_size,
+            zephyr_release=zephyr_release,
+        )
+        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say)
+        rendered = render_project(spec, standin)
+        written = write_project_result(rendered, out_dir, force=force)
+
+    return NewProject(spec, rendered, written)
+
+
+def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say):
+    """The spec of the stand-in Zephyr application `armgen run` uses for a Zephyr project on a real
+    board: the same program on the board's QEMU machine (same CPU), when that machine is in the
+    project's Zephyr release and the program runs on the CPU. None otherwise (then `armgen run` says
+    why, or runs a bare-metal stand-in with --baremetal-standin)."""
+    from armgen.boards import load_board
+    from armgen.project.spec import make_spec
+
+    board = spec.board
+    if spec.rtos != "zephyr" or spec.uses_npu or board.emulator is None or board.emulator.board == board.name:
+        return None
+    qemu = load_board(board.emulator.board)
+    if qemu.zephyr is None or spec.zephyr_release not in qemu.zephyr.releases:
+        say(f"note: no Zephyr stand-in: QEMU board {qemu.name} is not in Zephyr {spec.zephyr_release}; "
+             "`armgen run --baremetal-standin` runs the program bare metal")
+        return None
+    return make_spec(
+        report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
+        rtos="zephyr", backend=spec.backend, model_source=source,
+        weights=str(Path(weights).expanduser().resolve()) if weights else None,
+        stack_size=stack_size, zephyr_release=spec.zephyr_release, allow_cpu_mismatch=True,
+    )
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text or text.endswith((".yaml", ".yml")) or Path(text).is_file()
+
+
+def _program(name, model, weights, board, backend, tmp: Path, say: Say):
+    """Compile (or pick up) the program: (report, pte path, report path, source description)."""
+    from armgen.model.program_report import ProgramReport
+
+    if model is not None and model.lower().endswith(".pte"):
+        pte = Path(model).expanduser().resolve()
+        report_path = pte.with_name(pte.stem + ".report.json")
+        if not pte.is_file():
+            raise ModelError(f"{pte}: model file not found")
+        if not report_path.is_file():
+            raise ProjectError(
+                f"{report_path} not found next to {pte.name}",
+                hint="compile with `armgen compile` (it writes the report), or pass the model source",
+            )
+        try:
+            report = ProgramReport.load(report_path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
+        return report, pte, report_path, str(pte)
+
+    from armgen.model.compile import compile_model
+    from armgen.model.model_source import sample_names
+
+    if model is None and name not in sample_names():
+        raise ProjectError(
+            f"'{name}' is not a built-in sample ({', '.join(sample_names())})",
+            hint="pass --model FILE to make a project from your own model",
+        )
+    source = model or name
+    if backend == "ethos-u":
+        npu = board.npu
+        target, kwargs = npu.vela_accelerator, {
+            "cpu": board.cpu.et_target,
+            "system_config": npu.vela_system_config,
+            "memory_mode": npu.vela_memory_mode,
+            "vela_config_file": npu.vela_config_file,
+        }
+    else:
+        target, kwargs = board.cpu.et_target, {}
+    say(f"compiling {source} for {target} ...")
+    result = compile_model(source, target, out_dir=tmp / "program", weights=weights, name=name, **kwargs)
+    for note in result.notes:
+        say(f"note: {note}")
+    for warning in result.report.warnings:  # same warnings `armgen compile` prints (e.g. calibration data)
+        say(f"warning: {warning}")
+    if model is None:
+        desc = f"sample:{source}"
+    else:
+        desc = str(Path(source).expanduser().resolve()) if Path(source).exists() else source
+    return result.report, result.pte_path, result.report_path, desc
+
+
+def _cleanup(path: Path) -> None:  # pragma: no cover - helper kept for symmetry with write_project
+    shutil.rmtree(path, ignore_errors=True)
