@@ -19,6 +19,7 @@ from armgen.boards import BOARDS_DIR, load_board
 from armgen.errors import ProjectError
 from armgen.project.render import render_project, write_project, write_project_result
 from armgen.project.spec import make_spec
+from armgen.project.zephyr import zephyr_placement
 
 pytestmark = pytest.mark.slow
 
@@ -341,7 +342,8 @@ def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_program
 
     res = zephyr_programs[board_name]
     board = load_board(board_name)
-    spec = make_spec(res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path)
+    spec = make_spec(res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
+                     zephyr=zephyr_placement(board))
     assert spec.rtos == "zephyr" and spec.uses_npu
     files = render_project(spec).files
     rec = tomllib.loads(files["armgen.toml"].decode())

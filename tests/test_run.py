@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from armgen.boards import Emulator
-from armgen.errors import RunError
+from armgen.errors import ModelError, RunError
 from armgen.model.program_report import ProgramReport, ProgramStats, TensorInfo
 from armgen.firmware.run import (
     FirmwareError,
@@ -260,7 +260,7 @@ def _identity_project(tmp_path: Path, ref_offset_lsb: int = 0) -> tuple[ProgramR
 
 
 def test_reference_arrays_in_memory_order_are_made_logical(tmp_path):
-    from armgen.firmware.run import load_reference
+    from armgen.model.reference import load_reference
 
     info = TensorInfo(0, (1, 3, 2, 2), "int8", (0, 2, 3, 1), 12, 0.1, 0)
     rep = ProgramReport(**{**_report(files={"reference": "r.npz"}).__dict__, "inputs": (info,)})
@@ -435,7 +435,8 @@ def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
-    from armgen.firmware.run import dequantize, reference_outputs
+    from armgen.model.reference import reference_outputs
+    from armgen.model.tensors import dequantize
 
     class Tiny(torch.nn.Module):
         def __init__(self):
@@ -460,9 +461,9 @@ def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
                            "outputs": (TensorInfo(0, (1, 5), "int8", (0, 1), 5, 0.05, 0),)})  # fmt: skip
     q = np.random.default_rng(1).integers(-128, 128, (1, 3, 8, 8)).astype(np.int8)
     (out,) = reference_outputs(rep, tmp_path, [q])
-    want = converted(torch.from_numpy(dequantize(q, rep.inputs[0]).astype(np.float32)))
+    want = converted(torch.from_numpy(dequantize(q, rep.inputs[0].scale, rep.inputs[0].zero_point).astype(np.float32)))
     assert out.shape == (1, 5) and np.allclose(out, want.detach().numpy())
-    with pytest.raises(RunError, match="not found"):
+    with pytest.raises(ModelError, match="not found"):
         reference_outputs(ProgramReport(**{**rep.__dict__, "files": {"quantized_program": "nope.pt2"}}), tmp_path, [q])
 
 
@@ -471,7 +472,7 @@ def test_reference_outputs_run_the_lowered_program(tmp_path):
     """A Cortex-M compile saves the lowered program; the run stage's reference for any input is
     that program on the host (cortex_m host kernels), equal to the saved reference on its input."""
     from armgen.model.compile import compile_model
-    from armgen.firmware.run import load_reference, reference_outputs, reference_program
+    from armgen.model.reference import load_reference, reference_outputs, reference_program
 
     result = compile_model("ic", "cortex-m55", out_dir=tmp_path)  # 3-channel channels_last input
     report = result.report

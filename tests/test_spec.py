@@ -15,19 +15,22 @@ from _programs import compiled
 from armgen.boards import BOARDS_DIR, board_from_data, load_board
 from armgen.errors import ProjectError
 from armgen.model.program_report import DelegateInfo, VelaInfo
-from armgen.project.spec import (
+from armgen.model.method_allocator import (
     POOL_ALIGNMENT,
+    method_allocator_bound,
+    method_allocator_bound_from_stats,
+    method_allocator_use,
+    operator_lookup_scratch,
+    temp_pool_size,
+)
+from armgen.project.spec import (
     default_backend,
     default_rtos,
     make_spec,
-    method_allocator_bound,
-    method_allocator_bound_from_stats,
-    operator_lookup_scratch,
-    temp_pool_size,
-    method_allocator_use,
     portable_source_for,
     validate_name,
 )
+from armgen.project.zephyr import zephyr_placement
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +79,7 @@ def test_lookup_scratch_is_28_bytes_per_argument_of_the_widest_kernel_call(kws_m
     # With that much temp, no TensorMeta stays in the method pool; one byte less and all of it does.
     scratch = operator_lookup_scratch(pte.read_bytes())
     assert method_allocator_use(pte.read_bytes(), scratch) < method_allocator_use(pte.read_bytes(), 28 * widest - 1)
-    assert temp_pool_size(report, pte.read_bytes()) == scratch
+    assert temp_pool_size(report.temp_allocator_size, pte.read_bytes()) == scratch
 
 
 def test_stack_size_is_checked_and_used(kws_m55):
@@ -115,15 +118,15 @@ def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
 
 def test_method_pool_is_the_exact_replay_rounded_to_16(kws_m55):
     report, pte, report_path = kws_m55
-    use = method_allocator_use(pte.read_bytes(), temp_pool_size(report, pte.read_bytes()))
-    bound = method_allocator_bound(report, pte.read_bytes())
+    use = method_allocator_use(pte.read_bytes(), temp_pool_size(report.temp_allocator_size, pte.read_bytes()))
+    bound = method_allocator_bound(pte.read_bytes(), report.temp_allocator_size)
     assert bound % POOL_ALIGNMENT == 0
     assert 0 <= bound - use < POOL_ALIGNMENT
     # The replay covers what the stats count: 16 B per value, a TensorImpl and strides per tensor.
     s = report.stats
     assert use > 16 * s.num_values + 32 * s.num_tensors
     # Without the .pte the stats-only bound is larger (an upper bound), never smaller.
-    assert method_allocator_bound_from_stats(report) >= use
+    assert method_allocator_bound_from_stats(report.stats) >= use
     spec = make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, report_path=report_path)
     assert spec.pool("method").bytes == bound == spec.method_allocator_bound
 
@@ -170,8 +173,9 @@ def test_program_for_another_cpu_names_the_real_compile_flags(kws_m55):
 
 
 def _as_ethos_u(report, target):
+    """The report as if Vela had compiled it (its method-allocator plan re-derived from the stats)."""
     vela = VelaInfo(target, "Ethos_U55_High_End_Embedded", "Shared_Sram", 22048, 0, 1816, 30240)
-    return dataclasses.replace(report, backend="ethos-u", target=target,
+    return dataclasses.replace(report, backend="ethos-u", target=target, method_allocator=None,
                                delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
 
 
@@ -188,7 +192,8 @@ def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
         make_spec(u55, load_board("corstone_300"), name="kws", pte_path=pte, report_path=report_path,
                   allow_cpu_mismatch=True)
     # the matching configuration is accepted
-    spec = make_spec(u55, load_board("alif_e8"), name="kws", pte_path=pte, report_path=report_path)
+    alif = load_board("alif_e8")
+    spec = make_spec(u55, alif, name="kws", pte_path=pte, report_path=report_path, zephyr=zephyr_placement(alif))
     assert spec.target == spec.board.npu.vela_accelerator == "ethos-u55-256"
 
 
@@ -202,10 +207,11 @@ def test_npu_pools_only_in_npu_reachable_regions(kws_m55):
     """Planned and temp pools of a delegated program go where the NPU reaches (not DTCM)."""
     report, pte, report_path = kws_m55
     vela = VelaInfo("ethos-u85-256", "Ethos_U85_SYS_DRAM_Mid", "Sram_Only", 22048, 0, 1816, 30240)
-    delegated = dataclasses.replace(report, backend="ethos-u", target="ethos-u85-256",
+    delegated = dataclasses.replace(report, backend="ethos-u", target="ethos-u85-256", method_allocator=None,
                                     delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
     board = load_board("corstone_320")
-    spec = make_spec(delegated, board, name="kws", pte_path=pte, report_path=report_path)
+    spec = make_spec(delegated, board, name="kws", pte_path=pte, report_path=report_path,
+                     zephyr=zephyr_placement(board))
     reachable = {r.name for r in board.regions if r.npu_address is not None}
     assert spec.pool("temp").bytes == 22048
     for p in spec.pools:

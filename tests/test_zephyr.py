@@ -32,7 +32,9 @@ from armgen.model.compile import compile_model
 from armgen.errors import ProjectError, WorkspaceError
 from armgen.paths import MODULES_DIR, workspace_dir
 from armgen.project.render import render_project, write_project
-from armgen.project.spec import make_spec, operator_lookup_scratch
+from armgen.model.method_allocator import operator_lookup_scratch
+from armgen.project.spec import make_spec
+from armgen.project.zephyr import zephyr_placement
 
 #: Top-level entries of upstream's zephyr/samples/mv2-ethosu (ExecuTorch main, 2026-08-22):
 #: CMakeLists.txt Kconfig README.md boards/ model_section.ld.in prj.conf sample.yaml src/.
@@ -56,9 +58,10 @@ BOARD_TARGET = {"alif_e8": "ethos-u55-256", "corstone_300": "ethos-u55-128", "nu
 
 def _spec(programs, board_name):
     res = programs[BOARD_TARGET[board_name]]
+    board = load_board(board_name)
     return make_spec(
-        res.report, load_board(board_name), name="kws", pte_path=res.pte_path, report_path=res.report_path,
-        board_ref=board_name,
+        res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
+        board_ref=board_name, zephyr=zephyr_placement(board),
     )
 
 

@@ -285,6 +285,7 @@ def projects(tmp_path_factory):
     from armgen.model.compile import compile_model
     from armgen.project.render import render_project
     from armgen.project.spec import make_spec
+    from armgen.project.zephyr import zephyr_placement
 
     compiled: dict[tuple, object] = {}
     out = {}
@@ -301,7 +302,7 @@ def projects(tmp_path_factory):
         res = compiled[key]
         spec = make_spec(
             res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
-            board_ref=name, rtos="zephyr",
+            board_ref=name, rtos="zephyr", zephyr=zephyr_placement(board),
         )
         out[name] = (spec, render_project(spec).files, _target(board))
     return out

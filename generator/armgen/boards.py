@@ -51,6 +51,13 @@ NON_VOLATILE_KINDS: frozenset[str] = frozenset({"flash", "mram"})
 SPEED_ORDER: tuple[str, ...] = ("dtcm", "itcm", "sram", "ddr", "mram", "flash")
 
 
+def speed_rank(region: MemoryRegion) -> tuple[int, int]:
+    """Sort key of a region by speed: its kind's place in :data:`SPEED_ORDER` (unknown kinds last),
+    then its base address. ``sorted(regions, key=speed_rank)[0]`` is the fastest."""
+    kind = SPEED_ORDER.index(region.kind) if region.kind in SPEED_ORDER else len(SPEED_ORDER)
+    return kind, region.base
+
+
 @dataclass(frozen=True)
 class Cpu:
     """The Cortex-M core and how to compile for it.

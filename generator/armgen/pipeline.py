@@ -48,13 +48,11 @@ def new_project(
     board = load_board(board_name)
     backend, rtos = resolve_options(name, board, backend, rtos)
     stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size is None else stack_size)
+    zephyr = None
     if rtos == "zephyr":
-        from armgen.project.zephyr import board_target
-        from armgen.project.zephyr import zephyr_release as find_release
+        from armgen.project.zephyr import zephyr_placement
 
-        release = find_release(zephyr_release)
-        board_target(board, release)  # the board must be in that release: fail before compiling
-        zephyr_release = release.name
+        zephyr = zephyr_placement(board, zephyr_release)  # the board must be in that release: fail before compiling
     elif zephyr_release is not None:
         raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
     dest = out_dir.expanduser().resolve() / name
@@ -76,7 +74,7 @@ def new_project(
             model_source=source,
             weights=str(Path(weights).expanduser().resolve()) if weights else None,
             stack_size=stack_size,
-            zephyr_release=zephyr_release,
+            zephyr=zephyr,
         )
         standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say)
         rendered = render_project(spec, standin)
@@ -92,6 +90,7 @@ def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_
     why, or runs a bare-metal stand-in with --baremetal-standin)."""
     from armgen.boards import load_board
     from armgen.project.spec import make_spec
+    from armgen.project.zephyr import zephyr_placement
 
     board = spec.board
     if spec.rtos != "zephyr" or spec.uses_npu or board.emulator is None or board.emulator.board == board.name:
@@ -105,7 +104,7 @@ def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_
         report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
         rtos="zephyr", backend=spec.backend, model_source=source,
         weights=str(Path(weights).expanduser().resolve()) if weights else None,
-        stack_size=stack_size, zephyr_release=spec.zephyr_release, allow_cpu_mismatch=True,
+        stack_size=stack_size, zephyr=zephyr_placement(qemu, spec.zephyr_release), allow_cpu_mismatch=True,
     )
 
 
@@ -115,6 +114,7 @@ def _looks_like_path(text: str) -> bool:
 
 def _program(name, model, weights, board, backend, tmp: Path, say: Say):
     """Compile (or pick up) the program: (report, pte path, report path, source description)."""
+    from armgen.model.method_allocator import with_method_allocator
     from armgen.model.program_report import ProgramReport
 
     if model is not None and model.lower().endswith(".pte"):
@@ -131,7 +131,8 @@ def _program(name, model, weights, board, backend, tmp: Path, say: Say):
             report = ProgramReport.load(report_path)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
-        return report, pte, report_path, str(pte)
+        # A report written before the method-allocator replay was recorded gets it now (model stage).
+        return with_method_allocator(report, pte.read_bytes()), pte, report_path, str(pte)
 
     from armgen.model.compile import compile_model
     from armgen.model.model_source import sample_names
@@ -167,3 +168,47 @@ def _program(name, model, weights, board, backend, tmp: Path, say: Say):
 
 def _cleanup(path: Path) -> None:  # pragma: no cover - helper kept for symmetry with write_project
     shutil.rmtree(path, ignore_errors=True)
+
+
+def build_baremetal_standin(
+    project: Path | str | None, board: str, *, workspace: Path | str | None = None, jobs: int | None = None,
+    progress: Any = None, rebuild: bool = False,
+) -> Any:
+    """Build a project's program for another board (its QEMU stand-in) as a bare-metal project.
+
+    The project's ``.pte`` and report are planned (spec) and rendered for ``board`` into
+    ``PROJECT/build/<board>/<name>/`` (a complete bare-metal project of its own) and built there:
+    the spec and render stages run again, chained here, so the build stage never reaches back.
+    The program must fit that board's CPU (CMSIS-NN scratch sizes are planned per CPU).
+
+    Returns:
+        armgen.firmware.build.BuildResult of the stand-in.
+
+    Raises:
+        ProjectError: the project has no report/.pte, or the program does not fit ``board``;
+        and everything :func:`armgen.firmware.build.build_project` raises.
+    """
+    from armgen.boards import load_board
+    from armgen.firmware.build import DEFAULT_JOBS, build_project
+    from armgen.model.method_allocator import with_method_allocator
+    from armgen.model.program_report import ProgramReport
+    from armgen.project.record import load_project
+    from armgen.project.render import render_project, write_project
+    from armgen.project.spec import make_spec
+
+    record = load_project(project)
+    pte = record.model_path("pte") or record.root / f"model/{record.name}.pte"
+    report_path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
+    if not pte.is_file() or not report_path.is_file():
+        raise ProjectError(f"{record.root}: the program ({pte.name}, {report_path.name}) is missing from model/")
+    try:
+        report = with_method_allocator(ProgramReport.load(report_path), pte.read_bytes())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
+    target_board = load_board(board)
+    spec = make_spec(
+        report, target_board, name=str(record.name), pte_path=pte, report_path=report_path, rtos="baremetal",
+        backend=report.backend, model_source=record.model.source if record.model else "", allow_cpu_mismatch=True,
+    )
+    sub = write_project(render_project(spec), record.build_dir / target_board.name, force=True)
+    return build_project(sub, workspace=workspace, jobs=jobs or DEFAULT_JOBS, progress=progress, rebuild=rebuild)

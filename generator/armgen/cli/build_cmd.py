@@ -80,7 +80,7 @@ def _print_size(result) -> None:
     t.add_column("")
     t.add_column("used", justify="right")
     t.add_column("budget", justify="right")
-    budgets = result.project.data.get("budgets", {})
+    budgets = result.project.budgets or {}
     t.add_row("flash", f"{rep.flash:,}", _fmt(budgets.get("flash")))
     t.add_row("ram", f"{rep.ram:,}", _fmt(budgets.get("ram")))
     out_console.print(t)

@@ -18,33 +18,22 @@ from rich.table import Table
 from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.errors import ArmgenError, ProjectError, RunError
-from armgen.project.project_record import read_record
+from armgen.project.record import RECORD_FILE, ProjectRecord, read_record
 
 
 # ---- project record -----------------------------------------------------------------------------
-def _read_record(project: Path) -> dict[str, Any]:
-    toml_path = project / "armgen.toml"
+def _read_record(project: Path) -> ProjectRecord:
+    toml_path = project / RECORD_FILE
     if not toml_path.is_file():
         raise ProjectError(
-            f"{project} is not an armgen project (no armgen.toml)",
+            f"{project} is not an armgen project (no {RECORD_FILE})",
             hint="pass a project directory made by `armgen new`, e.g. armgen run ./kws",
         )
-    data = read_record(toml_path)
-    for key in ("name", "board"):
-        if not isinstance(data.get(key), str):
-            raise ProjectError(f"{toml_path}: missing key '{key}'")
-    return data
+    return read_record(toml_path, required=("name", "board"))
 
 
-def _model_table(record: dict[str, Any]) -> dict[str, Any]:
-    model = record.get("model")
-    return model if isinstance(model, dict) else {}
-
-
-def _report_path(project: Path, record: dict[str, Any]) -> Path:
-    model = _model_table(record)
-    rel = model.get("report") or f"model/{record['name']}.report.json"
-    path = project / rel
+def _report_path(record: ProjectRecord) -> Path:
+    path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
     if not path.is_file():
         raise ProjectError(
             f"{path}: program report not found",
@@ -53,15 +42,15 @@ def _report_path(project: Path, record: dict[str, Any]) -> Path:
     return path
 
 
-def _cortex_m_hint(record: dict[str, Any], board_name: str) -> str:
-    model = _model_table(record)
-    source = str(model.get("source") or "")
+def _cortex_m_hint(record: ProjectRecord, board_name: str) -> str:
+    model = record.model
+    source = model.source if model is not None else ""
     if source.startswith("sample:"):
         source = source[len("sample:") :]
     args = f" --model {source}" if source and not source.endswith(".pte") else ""
-    if model.get("weights"):
-        args += f" --weights {model['weights']}"
-    name = f"{record['name']}_cpu"
+    if model is not None and model.weights:
+        args += f" --weights {model.weights}"
+    name = f"{record.name}_cpu"
     return (
         f"run the Cortex-M build of the same model instead: "
         f"armgen new {name} --board {board_name} --backend cortex-m{args} && armgen run {name}"
@@ -70,7 +59,7 @@ def _cortex_m_hint(record: dict[str, Any], board_name: str) -> str:
 
 # ---- build for the QEMU stand-in ----------------------------------------------------------------
 def _qemu_elf(
-    project: Path, record: dict[str, Any], board: Any, emulator: Any, *, rebuild: bool, baremetal_standin: bool
+    project: Path, record: ProjectRecord, board: Any, emulator: Any, *, rebuild: bool, baremetal_standin: bool
 ) -> tuple[Path, str, str | None]:
     """The ELF to run, its kind (``zephyr``/``baremetal``) and its Zephyr board target.
 
@@ -79,13 +68,14 @@ def _qemu_elf(
       ``standin/<QEMU board>/`` (armgen.toml ``standin``), built with west;
     - a bare-metal project on a real board, or ``--baremetal-standin``: the same program planned,
       rendered and built bare metal for the stand-in board under ``build/<stand-in>/<name>/``
-      (armgen.firmware.build.build_for_board).
+      (armgen.pipeline.build_baremetal_standin).
     Ninja makes a second call cheap (about 1 s when nothing changed).
 
     Raises:
         RunError: a Zephyr project without a stand-in application (the hint says why and what to do).
     """
     from armgen.firmware import build as build_stage  # lazy: the build stage pulls in cmake/ninja wrappers
+    from armgen.pipeline import build_baremetal_standin
 
     def progress(stage: str, done: int, total: int, what: str) -> None:
         if stage == "configure" and done == 0:
@@ -93,37 +83,37 @@ def _qemu_elf(
         elif stage == "link":
             err_console.print(f"  [{done}/{total}] {what}", highlight=False, markup=False)
 
-    zephyr = record.get("rtos") == "zephyr" and not baremetal_standin
-    if emulator.board == board.name and (zephyr or record.get("rtos", "baremetal") == "baremetal"):
+    zephyr = record.rtos == "zephyr" and not baremetal_standin
+    if emulator.board == board.name and (zephyr or (record.rtos or "baremetal") == "baremetal"):
         result = build_stage.build_project(project, progress=progress, rebuild=rebuild, size=False)
     elif zephyr:
-        standin = record.get("standin")
-        if not standin or not (project / standin / "armgen.toml").is_file():
+        standin = record.standin
+        if not standin or not (project / standin / RECORD_FILE).is_file():
             raise RunError(
-                f"project {record['name']} has no Zephyr stand-in application for QEMU {emulator.qemu_machine} "
-                f"(board {emulator.board} is not in Zephyr {record.get('zephyr_release')}, or the project "
+                f"project {record.name} has no Zephyr stand-in application for QEMU {emulator.qemu_machine} "
+                f"(board {emulator.board} is not in Zephyr {record.zephyr_release}, or the project "
                 "predates stand-ins)",
                 hint="run the program bare metal on the stand-in: armgen run --baremetal-standin, "
                 "or regenerate with armgen new --force",
             )
         result = build_stage.build_project(project / standin, progress=progress, rebuild=rebuild, size=False)
     else:
-        result = build_stage.build_for_board(project, emulator.board, progress=progress, rebuild=rebuild)
-    rec = result.project.data
-    kind = "zephyr" if rec.get("rtos") == "zephyr" else "baremetal"
-    return Path(result.elf), kind, rec.get("zephyr_target") if kind == "zephyr" else None
+        result = build_baremetal_standin(project, emulator.board, progress=progress, rebuild=rebuild)
+    rec = result.project
+    kind = "zephyr" if rec.rtos == "zephyr" else "baremetal"
+    return Path(result.elf), kind, rec.zephyr_target if kind == "zephyr" else None
 
 
-def _runnable_emulator(record: dict[str, Any], board: Any, report: Any) -> Any:
+def _runnable_emulator(record: ProjectRecord, board: Any, report: Any) -> Any:
     """The board's QEMU stand-in, when the program can run on it.
 
     Raises:
         RunError: an Ethos-U program (QEMU has no NPU model), or a board without a QEMU stand-in.
     """
-    backend = record.get("backend") or report.backend
+    backend = record.backend or report.backend
     if backend == "ethos-u" or any(d.backend_id == "EthosUBackend" for d in report.delegates):
         raise RunError(
-            f"project {record['name']} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
+            f"project {record.name} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
             "it cannot run in an emulator",
             hint=_cortex_m_hint(record, board.name) if board.emulator else
             f"board {board.name} has no QEMU stand-in either; run it on the board or its FVP",
@@ -156,7 +146,7 @@ def _fmt_bytes(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def _print_report(rr: Any, record: dict[str, Any], board: Any, cpu_line: str) -> None:
+def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> None:
     say = lambda text="": out_console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
     say(f"program {rr.program} on QEMU {rr.machine} (-cpu {rr.qemu_cpu}), board {board.name}")
     say(f"firmware: {rr.firmware}" + (f" image for Zephyr board {rr.zephyr_board}" if rr.zephyr_board else " image")
@@ -250,8 +240,8 @@ def run_command(
 
     project = project.resolve()
     record = _read_record(project)
-    board = load_board(record["board"])
-    report_path = _report_path(project, record)
+    board = load_board(str(record.board_spec))
+    report_path = _report_path(record)
     try:
         report = ProgramReport.load(report_path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -262,7 +252,7 @@ def run_command(
 
     inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
 
-    err_console.print(f"building {record['name']} for QEMU {emu.qemu_machine}...", highlight=False)
+    err_console.print(f"building {record.name} for QEMU {emu.qemu_machine}...", highlight=False)
     elf, firmware, zephyr_board = _qemu_elf(project, record, board, emu, rebuild=rebuild,
                                             baremetal_standin=baremetal_standin)
     err_console.print(f"running {firmware} image {elf.name} on qemu-system-arm -machine {emu.qemu_machine} "

@@ -26,29 +26,12 @@ from armgen.firmware.size import (
     resolve_budgets,
     size_elf,
 )
-from armgen.project.project_record import read_record
+from armgen.project.record import ProjectRecord, read_record
 
 
-def _read_project(toml_path: Path) -> dict[str, Any]:
-    return read_record(toml_path, SizeError)
-
-
-def _project_key(project: dict[str, Any], key: str) -> Any:
-    """``key`` at the top level of armgen.toml or in its ``[project]`` table."""
-    if key in project:
-        return project[key]
-    sub = project.get("project")
-    return sub.get(key) if isinstance(sub, dict) else None
-
-
-def _record_path(toml_path: Path, project: dict[str, Any], key: str) -> Path | None:
-    """The file armgen.toml's ``key`` (``elf``, ``map``) names, relative to the project directory."""
-    value = _project_key(project, key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise SizeError(f"{toml_path}: '{key}' must be a path, not {value!r}")
-    return toml_path.parent / value
+def _read_project(toml_path: Path) -> ProjectRecord:
+    """The record at ``toml_path`` (``armgen size`` also reads hand-written ones: no key is required)."""
+    return read_record(toml_path, error=SizeError, required=())
 
 
 def _find_project_toml(elf: Path) -> Path | None:
@@ -63,7 +46,7 @@ def _find_project_toml(elf: Path) -> Path | None:
         if not cand.is_file():
             continue
         try:
-            named = _record_path(cand, _read_project(cand), "elf")
+            named = _read_project(cand).elf_path
         except SizeError:
             named = None
         if named is not None and named.resolve() == elf.resolve():
@@ -74,7 +57,7 @@ def _find_project_toml(elf: Path) -> Path | None:
     return None
 
 
-def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
+def _resolve_target(target: Path) -> tuple[Path, Path | None, ProjectRecord | None]:
     """(ELF, armgen.toml or None, project data) for an ELF or a project directory.
 
     A project's ELF is the one its armgen.toml's ``elf`` key names (``build/zephyr/zephyr.elf`` for
@@ -85,8 +68,8 @@ def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
         if not toml_path.is_file():
             raise SizeError(f"{target} is a directory without armgen.toml", hint="pass the ELF or a project directory")
         project = _read_project(toml_path)
-        elf: Path | None = _record_path(toml_path, project, "elf")
-        name = _project_key(project, "name")
+        elf: Path | None = project.elf_path
+        name = project.name
         if elf is None and isinstance(name, str) and name:
             elf = target / "build" / f"{name}.elf"
         if elf is not None:
@@ -102,7 +85,7 @@ def _resolve_target(target: Path) -> tuple[Path, Path | None, dict[str, Any]]:
             )
         return elfs[0], toml_path, project
     owner = _find_project_toml(target) if target.is_file() else None
-    return target, owner, (_read_project(owner) if owner else {})
+    return target, owner, (_read_project(owner) if owner else None)
 
 
 def _load_board(spec: str) -> Any:
@@ -207,24 +190,9 @@ def _budgets_dict(b: SizeBudgets) -> dict[str, Any]:
     }
 
 
-def _record_board(project: dict[str, Any], toml_path: Path | None) -> str | None:
-    """The board armgen.toml names (a path relative to the project resolved), or None.
-
-    Raises:
-        SizeError: 'board' is not a string.
-    """
-    pb = _project_key(project, "board")
-    if pb is not None and not isinstance(pb, str):
-        raise SizeError(f"{toml_path}: 'board' must be a board name or path, not {pb!r}")
-    if pb and toml_path is not None and ("/" in pb or pb.endswith((".yaml", ".yml"))):
-        pb = str(toml_path.parent / pb)
-    return pb
-
-
-def _record_map(toml_path: Path, project: dict[str, Any], elf: Path) -> Path | None:
+def _record_map(project: ProjectRecord, elf: Path) -> Path | None:
     """The record's map, when the record names this ELF and the map exists."""
-    record_elf = _record_path(toml_path, project, "elf")
-    record_map = _record_path(toml_path, project, "map")
+    record_elf, record_map = project.elf_path, project.map_path
     if record_elf is not None and record_map is not None and record_map.is_file() \
             and record_elf.resolve() == elf.resolve():
         return record_map
@@ -271,17 +239,13 @@ def size_command(
     Writes <elf stem>.size.svg (region fill by component) next to the ELF.
     """
     elf, toml_path, project = _resolve_target(target)
-    board_spec = board_spec if board_spec is not None else _record_board(project, toml_path)
+    board_spec = board_spec if board_spec is not None else (project.board_spec if project is not None else None)
     board = _load_board(board_spec) if board_spec else None
-    if map_file is None and toml_path is not None:
-        map_file = _record_map(toml_path, project, elf)
-    record_pools = project.get("pools")
-    if record_pools is not None and not isinstance(record_pools, list):
-        raise SizeError(f"{toml_path}: 'pools' must be an array of tables ([[pools]])")
+    if map_file is None and project is not None:
+        map_file = _record_map(project, elf)
+    record_pools = [p.as_dict() for p in project.pools] if project is not None and project.pools else None
     report = size_elf(elf, board, map_file if map_file is not None else find_map(elf), pools=record_pools)
-    project_budgets = project.get("budgets")
-    if project_budgets is not None and not isinstance(project_budgets, dict):
-        raise SizeError(f"{toml_path}: 'budgets' must be a table")
+    project_budgets = project.budgets if project is not None else None
     budgets = resolve_budgets(board, project_budgets, str(toml_path) if toml_path else "armgen.toml", budget_file)
     violations = check_budgets(report, budgets)
     comparison = None

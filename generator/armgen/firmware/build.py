@@ -24,13 +24,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
 from armgen.paths import workspace_dir
-from armgen.project.project_record import read_record
+from armgen.project.record import ProjectRecord, load_project
 
 #: Debian packages that provide the cross toolchain (compiler, newlib, libstdc++).
 TOOLCHAIN_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
@@ -46,32 +46,6 @@ _NINJA_LINE = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
 _ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s+(?:fatal\s+)?error:\s+(?P<msg>.*)$")
 _LD_ERROR = re.compile(r"(undefined reference to .*|region `[^']+' overflowed by \d+ bytes|cannot find .*|"
                        r"multiple definition of .*)")
-
-
-@dataclass(frozen=True)
-class ProjectRecord:
-    """What ``armgen.toml`` says (the keys build, size and run need).
-
-    Attributes:
-        root: the project directory. name, board (name or path), rtos, backend, target, cpu.
-        elf / map: absolute paths of the build outputs. data: the whole parsed TOML.
-    """
-
-    root: Path
-    name: str
-    board: str
-    rtos: str
-    backend: str
-    target: str
-    cpu: str
-    elf: Path
-    map: Path
-    data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def build_dir(self) -> Path:
-        """``PROJECT/build``."""
-        return self.root / "build"
 
 
 @dataclass(frozen=True)
@@ -98,37 +72,6 @@ class BuildResult:
     size: Any = None
     violations: tuple[Any, ...] = ()
     warnings: tuple[str, ...] = ()
-
-
-def load_project(project: Path | str | None = None) -> ProjectRecord:
-    """Read ``armgen.toml`` of the project at ``project`` (default: the current directory).
-
-    Raises:
-        ProjectError: no ``armgen.toml`` there, malformed TOML, or a key missing.
-    """
-    root = Path(project or ".").expanduser().resolve()
-    path = root / "armgen.toml"
-    if not path.is_file():
-        raise ProjectError(
-            f"{root} is not an armgen project (no armgen.toml)",
-            hint="run `armgen new NAME --board BOARD` first, or pass the project directory",
-        )
-    data = read_record(path)
-    try:
-        return ProjectRecord(
-            root=root,
-            name=str(data["name"]),
-            board=str(data["board"]),
-            rtos=str(data["rtos"]),
-            backend=str(data["backend"]),
-            target=str(data.get("target", "")),
-            cpu=str(data.get("cpu", "")),
-            elf=root / str(data["elf"]),
-            map=root / str(data["map"]),
-            data=data,
-        )
-    except KeyError as exc:
-        raise ProjectError(f"{path}: missing key {exc.args[0]!r}") from None
 
 
 def find_toolchain() -> dict[str, Path]:
@@ -203,8 +146,7 @@ def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, .
     Raises:
         WorkspaceError: the identifiers differ.
     """
-    model = record.data.get("model", {})
-    report_path = record.root / str(model.get("report", f"model/{record.name}.report.json"))
+    report_path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
     try:
         import json
 
@@ -279,7 +221,7 @@ def build_project(
     if record.rtos == "zephyr":
         return _build_zephyr(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild)
     if record.rtos != "baremetal":
-        raise ProjectError(f"{record.root / 'armgen.toml'}: unknown rtos '{record.rtos}'")
+        raise ProjectError(f"{record.path}: unknown rtos '{record.rtos}'")
     tools = find_toolchain()
     ws = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
     warnings = check_program_compatibility(record, ws)
@@ -353,12 +295,13 @@ def _finish(
     warnings: tuple[str, ...], progress: Progress, size: bool,
 ) -> BuildResult:
     """The BuildResult of a finished build, sized when asked."""
-    if not record.elf.is_file():
-        raise BuildError(f"the build finished but {record.elf} is missing", hint=f"full log: {log_path}")
+    elf, map_path = _outputs(record)
+    if not elf.is_file():
+        raise BuildError(f"the build finished but {elf} is missing", hint=f"full log: {log_path}")
     result = BuildResult(
         project=record,
-        elf=record.elf,
-        map=record.map,
+        elf=elf,
+        map=map_path,
         seconds=time.monotonic() - start,
         steps=counter.steps,
         compiled=counter.compiled,
@@ -445,10 +388,10 @@ def _build_zephyr(
 
     progress = progress or (lambda *a: None)
     ws_root = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
-    check_zephyr_workspace(Workspace(ws_root), str(record.data.get("zephyr_release", "")))
-    target = str(record.data.get("zephyr_target") or "")
+    check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
+    target = record.zephyr_target or ""
     if not target:
-        raise ProjectError(f"{record.root / 'armgen.toml'}: no zephyr_target", hint="regenerate: armgen new --force")
+        raise ProjectError(f"{record.path}: no zephyr_target", hint="regenerate: armgen new --force")
     missing = [mod for mod in ("pykwalify", "packaging", "elftools", "yaml") if importlib.util.find_spec(mod) is None]
     if missing:
         raise ToolchainError(
@@ -482,58 +425,13 @@ def _build_zephyr(
     return _finish(record, ws_root, start, counter, log_path, warnings, progress, size)
 
 
-def build_for_board(
-    project: Path | str | None,
-    board: str,
-    *,
-    workspace: Path | str | None = None,
-    jobs: int = DEFAULT_JOBS,
-    progress: Progress | None = None,
-    rebuild: bool = False,
-) -> BuildResult:
-    """Build the project's program for another board (e.g. its QEMU stand-in) as a bare-metal project.
-
-    The project's ``.pte`` and report are planned and rendered for ``board`` into
-    ``PROJECT/build/<board>/<name>/`` (a complete bare-metal project of its own) and built there.
-    The program must fit that board's CPU (CMSIS-NN scratch sizes are planned per CPU).
-
-    Raises:
-        ProjectError: the project has no report/.pte, or the program does not fit ``board``.
-        and everything :func:`build_project` raises.
-    """
-    from armgen.boards import load_board
-    from armgen.model.program_report import ProgramReport
-    from armgen.project.render import render_project, write_project
-    from armgen.project.spec import make_spec
-
-    record = load_project(project)
-    model = record.data.get("model", {})
-    pte = record.root / str(model.get("pte", f"model/{record.name}.pte"))
-    report_path = record.root / str(model.get("report", f"model/{record.name}.report.json"))
-    if not pte.is_file() or not report_path.is_file():
-        raise ProjectError(f"{record.root}: the program ({pte.name}, {report_path.name}) is missing from model/")
-    try:
-        report = ProgramReport.load(report_path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
-    target_board = load_board(board)
-    spec = make_spec(
-        report,
-        target_board,
-        name=record.name,
-        pte_path=pte,
-        report_path=report_path,
-        rtos="baremetal",
-        backend=report.backend,
-        model_source=str(model.get("source", "")),
-        allow_cpu_mismatch=True,
-    )
-    parent = record.build_dir / target_board.name
-    sub = write_project(render_project(spec), parent, force=True)
-    return build_project(sub, workspace=workspace, jobs=jobs, progress=progress, rebuild=rebuild)
-
-
 # ---- helpers --------------------------------------------------------------------------------------
+def _outputs(record: ProjectRecord) -> tuple[Path, Path]:
+    """The ELF and map the record names (absolute paths; load_project checked both keys exist)."""
+    assert record.elf_path is not None and record.map_path is not None
+    return record.elf_path, record.map_path
+
+
 def _run(
     cmd: list[str], cwd: Path, log: Any, on_line: Callable[[str], None] | None, env: dict[str, str] | None = None
 ) -> list[str] | None:
@@ -631,15 +529,12 @@ def _size_stage(result: BuildResult, progress: Progress) -> BuildResult:
 
     progress("size", 0, 1, str(result.elf))
     record = result.project
-    board_ref = record.board
-    if not os.path.isabs(board_ref) and ("/" in board_ref or board_ref.endswith((".yaml", ".yml"))):
-        board_ref = str(record.root / board_ref)
-    board = load_board(board_ref)
+    board = load_board(str(record.board_spec))
     report = size_mod.size_elf(result.elf, board, result.map if result.map.is_file() else None,
-                               pools=record.data.get("pools"))
+                               pools=[p.as_dict() for p in record.pools])
     violations: tuple[Any, ...] = ()
     if hasattr(size_mod, "check_budgets") and hasattr(size_mod, "resolve_budgets"):
-        budgets = size_mod.resolve_budgets(board, record.data.get("budgets"), str(record.root / "armgen.toml"))
+        budgets = size_mod.resolve_budgets(board, record.budgets, str(record.path))
         violations = tuple(size_mod.check_budgets(report, budgets))
     progress("size", 1, 1, "done")
     return replace(result, size=report, violations=violations)

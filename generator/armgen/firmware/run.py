@@ -38,7 +38,6 @@ and the exit status through semihosting ``SYS_EXIT``/``SYS_EXIT_EXTENDED``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -53,9 +52,16 @@ from typing import Any, Literal
 import numpy as np
 
 from armgen.boards import Emulator
-from armgen.errors import RunError, ToolchainError
+from armgen.errors import ModelError, RunError, ToolchainError
 from armgen.et_errors import ET_ERRORS
 from armgen.model.program_report import ProgramReport, TensorInfo
+from armgen.model.reference import (
+    ARITHMETIC_WARNING,
+    load_reference,
+    reference_outputs,
+    reference_program,
+)
+from armgen.model.tensors import dequantize, numpy_dtype, quantize, to_logical_order, to_memory_order
 
 QEMU = "qemu-system-arm"
 
@@ -500,18 +506,9 @@ def instructions_from_ticks(ticks: int, machine: str, icount_shift: int = ICOUNT
 # ---------------------------------------------------------------------------------------------
 # Inputs and outputs
 # ---------------------------------------------------------------------------------------------
-_NP_DTYPES = {
-    "int8": np.int8,
-    "uint8": np.uint8,
-    "int16": np.int16,
-    "int32": np.int32,
-    "float32": np.float32,
-}
-
-
 def _np_dtype(info: TensorInfo) -> Any:
     try:
-        return _NP_DTYPES[info.dtype]
+        return numpy_dtype(info.dtype)
     except KeyError:
         raise RunError(f"program {info.dtype} I/O is not supported by armgen run") from None
 
@@ -542,10 +539,7 @@ def quantize_input(value: np.ndarray, info: TensorInfo) -> np.ndarray:
     if np.issubdtype(value.dtype, np.floating) and np.issubdtype(dtype, np.integer):
         if info.scale is None or info.zero_point is None:
             raise RunError(f"input {info.index} is {info.dtype} without quantization parameters")
-        lim = np.iinfo(dtype)
-        # float32 arithmetic with the reciprocal, as quantized_decomposed.quantize_per_tensor
-        q = np.round(value.astype(np.float32) * np.float32(1.0 / info.scale)) + info.zero_point
-        return np.clip(q, lim.min, lim.max).astype(dtype)
+        return quantize(value, info.scale, info.zero_point, dtype)
     if np.issubdtype(dtype, np.integer) and value.dtype != dtype:
         raise RunError(f"input {info.index} is {value.dtype}, the program wants {info.dtype} (or float)")
     return value.astype(dtype)
@@ -559,7 +553,7 @@ def input_bytes(arrays: Sequence[np.ndarray], infos: Sequence[TensorInfo]) -> by
     """
     parts = []
     for arr, info in zip(arrays, infos, strict=True):
-        arr = np.ascontiguousarray(np.transpose(arr, info.dim_order))
+        arr = to_memory_order(arr, info.dim_order)
         parts.append(arr.astype(arr.dtype.newbyteorder("<")).tobytes())
     return b"".join(parts)
 
@@ -583,15 +577,7 @@ def output_array(values: Sequence[int], info: TensorInfo) -> np.ndarray:
         flat = np.asarray([v & 0xFFFFFFFF for v in values], dtype=np.uint32).view(np.float32)
     else:
         flat = np.asarray(values, dtype=np.int64)
-    stored = flat.reshape([info.shape[d] for d in info.dim_order])
-    return np.transpose(stored, np.argsort(info.dim_order))
-
-
-def dequantize(q: np.ndarray, info: TensorInfo) -> np.ndarray:
-    """``(q - zero_point) * scale`` as float64; the values themselves when unquantized."""
-    if info.scale is None or info.zero_point is None:
-        return np.asarray(q, dtype=np.float64)
-    return (np.asarray(q, dtype=np.float64) - info.zero_point) * info.scale
+    return to_logical_order(flat, info.shape, info.dim_order)
 
 
 def alternate_inputs(infos: Sequence[TensorInfo], seed: int = 7) -> list[np.ndarray]:
@@ -672,179 +658,6 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
             arr = arr[None, ...]
         out.append(arr)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Reference
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Reference:
-    """The program's inputs and the reference outputs for them (logical order).
-
-    ``kind`` says what the outputs come from (the ``.npz``'s ``reference_kind``, see
-    ``armgen.model.compile.REFERENCE_KINDS``): ``"lowered_cortex_m"`` (the lowered program with the
-    ``cortex_m::`` host kernels: CMSIS-NN's integer arithmetic, bit-exact with the firmware) or
-    ``"quantized_model"`` (the quantized model before lowering; also assumed for an ``.npz``
-    without the entry).
-    """
-
-    inputs: tuple[np.ndarray, ...]
-    outputs: tuple[np.ndarray, ...]
-    source: str
-    kind: str = "quantized_model"
-
-
-#: Warning when the reference is the quantized model rather than the lowered program.
-ARITHMETIC_WARNING = (
-    "reference computed with the quantized model before lowering, not the lowered program: "
-    "CMSIS-NN's integer arithmetic can differ from it by more than the {tol:g} LSB tolerance "
-    "(up to 7 LSB measured on kws), so a mismatch may be arithmetic, not a firmware fault"
-)
-
-
-def _artifact(report_dir: Path, name: str) -> Path:
-    """``report_dir/name``, or ``report_dir/<basename>`` when a project keeps its artifacts flat."""
-    path = Path(report_dir) / name
-    flat = Path(report_dir) / Path(name).name
-    return flat if not path.exists() and flat.exists() else path
-
-
-def _logical(arr: np.ndarray, info: TensorInfo) -> np.ndarray:
-    """An array in memory (dim) order of ``info`` -> logical order; logical arrays unchanged."""
-    stored_shape = tuple(info.shape[d] for d in info.dim_order) if len(info.dim_order) == len(info.shape) else None
-    if stored_shape is not None and arr.shape == stored_shape:
-        return np.transpose(arr, np.argsort(info.dim_order))
-    if arr.shape == tuple(info.shape):
-        return arr
-    if stored_shape is not None and arr.size == int(np.prod(info.shape)):
-        return np.transpose(arr.reshape(stored_shape), np.argsort(info.dim_order))
-    raise RunError(f"reference array of shape {arr.shape} does not fit {info.dtype}{list(info.shape)}")
-
-
-def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
-    """Load the compile stage's reference (``report.files["reference"]``, an ``.npz``).
-
-    The file holds ``input_<i>``/``output_<i>`` arrays of the quantized program on the sample's
-    deterministic input, in the program's dtype and in memory (dim) order, as armgen.model.compile
-    writes them (e.g. NHWC for a channels_last input); arrays in logical shape are taken as they
-    are. They are returned in logical order. Paths in ``report.files`` are relative to
-    ``report_dir``.
-
-    Returns:
-        The reference, or None when the report names none.
-
-    Raises:
-        RunError: the file is named but missing or malformed.
-    """
-    name = report.files.get("reference")
-    if not name:
-        return None
-    path = _artifact(report_dir, name)
-    try:
-        with np.load(path) as npz:
-            inputs = tuple(_logical(np.asarray(npz[f"input_{t.index}"]), t) for t in report.inputs)
-            outputs = tuple(_logical(np.asarray(npz[f"output_{t.index}"]), t) for t in report.outputs)
-            kind = (
-                str(np.asarray(npz["reference_kind"]).reshape(-1)[0]) if "reference_kind" in npz else "quantized_model"
-            )
-    except (OSError, KeyError, ValueError) as exc:
-        raise RunError(f"cannot read the reference {path}: {exc}") from None
-    return Reference(inputs, outputs, str(path), kind)
-
-
-def reference_program(report: ProgramReport, report_dir: Path) -> tuple[Path, str]:
-    """The saved program :func:`reference_outputs` runs, and its kind.
-
-    Returns:
-        ``(path, "lowered_cortex_m")`` for the lowered edge program (``report.files
-        ["lowered_program"]``, Cortex-M programs from this armgen), else ``(path,
-        "quantized_model")`` for the quantized ``torch.export`` program (``"quantized_program"``).
-
-    Raises:
-        RunError: the report names neither.
-    """
-    for role, kind in (("lowered_program", "lowered_cortex_m"), ("quantized_program", "quantized_model")):
-        name = report.files.get(role)
-        if name:
-            return _artifact(report_dir, name), kind
-    raise RunError("the program report names no saved program to compute a reference with")
-
-
-def reference_outputs(
-    report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray]
-) -> tuple[np.ndarray, ...]:
-    """Run the program the compile stage saved (see :func:`reference_program`) on ``inputs``.
-
-    The host cannot run the ``.pte`` (the pip runtime has no ``cortex_m::`` kernels), so the
-    reference is the saved lowered edge program (``report.files["lowered_program"]``, run with
-    the ``cortex_m::`` ops' host implementations: the firmware's integer arithmetic) or, when
-    there is none (Ethos-U, older reports), the quantized ``torch.export`` program (``.pt2``).
-    Integer inputs are handed over with strides in the tensor's dim order (e.g. channels_last).
-
-    Args:
-        inputs: program inputs (logical order, program dtype); quantized inputs are dequantized
-            first when the saved program takes float.
-
-    Returns:
-        One array per program output (what the saved program returns).
-
-    Raises:
-        RunError: no saved program, or it cannot be loaded or run.
-    """
-    path, kind = reference_program(report, report_dir)
-    what = "lowered program" if kind == "lowered_cortex_m" else "quantized program"
-    try:
-        import torch
-
-        if not path.is_file():
-            raise RunError(f"{what} not found: {path}")
-        if kind == "lowered_cortex_m":
-            from armgen.model.lowered_program import load_lowered_program
-
-            program = load_lowered_program(path)
-        else:
-            program = _load_quantized_program(path)
-        args = []
-        placeholders = [
-            n for n in program.graph.nodes if n.op == "placeholder" and n.name in
-            set(program.graph_signature.user_inputs)
-        ]
-        for i, (arr, info) in enumerate(zip(inputs, report.inputs, strict=True)):
-            want_float = True
-            if i < len(placeholders):
-                val = placeholders[i].meta.get("val")
-                if val is not None and not val.dtype.is_floating_point:
-                    want_float = False
-            x = dequantize(arr, info).astype(np.float32) if want_float else arr
-            t = torch.from_numpy(np.ascontiguousarray(x))
-            if len(info.dim_order) == t.dim() and tuple(info.dim_order) != tuple(range(t.dim())):
-                # same values, strides in the tensor's dim order (e.g. channels_last)
-                t = t.permute(*info.dim_order).contiguous().permute(*np.argsort(info.dim_order).tolist())
-            args.append(t)
-        with torch.no_grad():
-            out = program.module()(*args)
-    except RunError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure here is one line for the user
-        raise RunError(f"cannot run the {what} {path}: {type(exc).__name__}: {exc}") from None
-    if not isinstance(out, (tuple, list)):
-        out = (out,)
-    return tuple(np.asarray(o.detach().numpy()) for o in out)
-
-
-def _load_quantized_program(path: Path) -> Any:
-    """``torch.export.load`` of the quantized ``.pt2``, registering the ops it needs first."""
-    import torch
-
-    with contextlib.suppress(Exception):  # quantized_decomposed ops must be registered before deserializing
-        import torch.ao.quantization.fx._decomposed  # noqa: F401
-    try:
-        return torch.export.load(str(path))
-    except Exception:  # noqa: BLE001 - register torchao's and cortex_m's ops, then retry
-        from armgen.model.lowered_program import register_cortex_m_ops
-
-        register_cortex_m_ops()
-        return torch.export.load(str(path))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -982,7 +795,7 @@ def _compare(
     checks: list[OutputCheck] = []
     findings: list[Finding] = []
     for q, info in zip(fw, infos, strict=True):
-        deq = dequantize(q, info)
+        deq = dequantize(q, info.scale, info.zero_point)
         lim = np.iinfo(_np_dtype(info)) if np.issubdtype(_np_dtype(info), np.integer) else None
         saturated = bool(lim is not None and q.size and np.all((q == lim.min) | (q == lim.max)))
         ref_f = abs_d = lsb_d = None
@@ -993,7 +806,8 @@ def _compare(
                     f"reference output {info.index} has {r.size} values, the firmware printed {q.size}"
                 )
             r = r.reshape(q.shape)
-            r_f = dequantize(r, info) if np.issubdtype(r.dtype, np.integer) else r.astype(np.float64)
+            integer = np.issubdtype(r.dtype, np.integer)
+            r_f = dequantize(r, info.scale, info.zero_point) if integer else r.astype(np.float64)
             diff = np.abs(deq - r_f)
             abs_d = float(diff.max()) if diff.size else 0.0
             ref_f = tuple(float(v) for v in r_f.reshape(-1))
@@ -1168,7 +982,7 @@ def _run_input(
             ref_source = str(ref_path)
             if ref_kind != "lowered_cortex_m":
                 findings.append(Finding("warning", "reference", ARITHMETIC_WARNING.format(tol=LSB_TOLERANCE)))
-        except RunError as exc:
+        except ModelError as exc:
             findings.append(Finding("warning", "reference", f"no reference for this input: {exc.message}"))
         return input_bytes(q_inputs, report.inputs), input_source or "given input", ref_outputs, ref_source
     if reference is not None:
@@ -1242,7 +1056,7 @@ def _second_input_checked(
         if not alternate_checked:
             raise RunError("the firmware did not run it")
         alt_ref = reference_outputs(report, report_dir, alt)
-    except RunError as exc:
+    except (RunError, ModelError) as exc:
         findings.append(Finding("info", "second input", f"not compared with a reference: {exc.message}"))
     else:
         _, alt_findings = _compare(alt_outs, alt_ref, report.outputs)

@@ -5,6 +5,9 @@
     compile          quantize, lower (CMSIS-NN or Vela), emit; the reference outputs
     program_report   the report of a ``.pte`` (ExecuTorch's own deserializer)
     inspect_program  ``armgen inspect``: a report from a ``.pte`` alone
+    method_allocator the method allocator's need, replayed from the program (recorded in the report)
+    reference        the expected outputs: the saved reference, or the saved program run on the host
+    tensors          dtype names and sizes, dim order, (de)quantization: one home for each
     lowered_program  the lowered program saved for host references
     tflite_weights   MLPerf Tiny trained weights from the reference ``.tflite`` files
 """

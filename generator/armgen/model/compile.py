@@ -61,6 +61,7 @@ from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_f
 from armgen.model.lowered_program import save_lowered_program
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.program_report import ProgramReport, VelaInfo
+from armgen.model.tensors import to_memory_order, with_dim_order
 
 log = logging.getLogger(__name__)
 
@@ -557,9 +558,9 @@ def _reference_arrays(
         x = t.detach().contiguous().numpy().astype(np.float32)
         q = in_q[i] if i < len(in_q) else None
         arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
-        arrays[f"input_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
+        arrays[f"input_{i}"] = to_memory_order(arr, info.dim_order)
         arrays[f"float_input_{i}"] = x
-        prog_inputs.append(_with_dim_order(torch.from_numpy(arr), info.dim_order))
+        prog_inputs.append(with_dim_order(torch.from_numpy(arr), info.dim_order))
     if lowered is not None:
         # The firmware's arithmetic: the lowered program on the firmware's int8 input.
         kind = "lowered_cortex_m"
@@ -586,7 +587,7 @@ def _reference_arrays(
                 arr = _quantize_np(y, q)
         else:
             arr = y
-        arrays[f"output_{i}"] = np.ascontiguousarray(arr.transpose(info.dim_order))
+        arrays[f"output_{i}"] = to_memory_order(arr, info.dim_order)
         arrays[f"float_output_{i}"] = np.asarray(y, dtype=np.float32)
     return arrays
 
@@ -633,13 +634,6 @@ def _write_outputs(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return written
-
-
-def _with_dim_order(t: torch.Tensor, dim_order: tuple[int, ...]) -> torch.Tensor:
-    """Same values (logical shape), strides in ``dim_order`` (e.g. channels_last for (0, 2, 3, 1))."""
-    if len(dim_order) != t.dim() or tuple(dim_order) == tuple(range(t.dim())):
-        return t.contiguous()
-    return t.permute(*dim_order).contiguous().permute(*np.argsort(dim_order).tolist())
 
 
 def _strip_volatile_meta(ep: Any) -> None:

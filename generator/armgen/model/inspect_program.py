@@ -12,6 +12,7 @@ cycle/SRAM estimates, the target string) are passed in by the compile stage thro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import struct
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from armgen.errors import ProgramError
+from armgen.model.method_allocator import plan_method_allocator
 from armgen.model.program_report import (
     DelegateInfo,
     KernelLibrary,
@@ -30,29 +32,7 @@ from armgen.model.program_report import (
     TensorInfo,
     VelaInfo,
 )
-
-#: ExecuTorch ``ScalarType`` enum names -> the lower-case dtype names used in reports.
-#: Source: ``executorch/exir/scalar_type.py`` (mirrors c10::ScalarType).
-_DTYPE_NAMES = {
-    "BYTE": "uint8",
-    "CHAR": "int8",
-    "SHORT": "int16",
-    "INT": "int32",
-    "LONG": "int64",
-    "HALF": "float16",
-    "FLOAT": "float32",
-    "DOUBLE": "float64",
-    "BOOL": "bool",
-    "BFLOAT16": "bfloat16",
-    "QINT8": "qint8",
-    "QUINT8": "quint8",
-    "QINT32": "qint32",
-    "UINT16": "uint16",
-}
-_DTYPE_SIZES = {
-    "uint8": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "float16": 2, "float32": 4,
-    "float64": 8, "bool": 1, "bfloat16": 2, "qint8": 1, "quint8": 1, "qint32": 4, "uint16": 2,
-}
+from armgen.model.tensors import DTYPE_NAMES, DTYPE_SIZES
 
 #: Operators the ExecuTorch runtime registers itself (``kernels/prim_ops/register_prim_ops.cpp``):
 #: every ``executorch_prim::*`` op plus these ``aten::`` symbolic-shape helpers.
@@ -234,7 +214,7 @@ def _tensor_info(index: int, value: Any, quant: IoQuantization | None) -> Tensor
     t = value.val
     if type(t).__name__ != "Tensor":
         raise ProgramError(f"method I/O {index} is a {type(t).__name__}, armgen handles tensors only")
-    dtype = _DTYPE_NAMES.get(t.scalar_type.name, t.scalar_type.name.lower())
+    dtype = DTYPE_NAMES.get(t.scalar_type.name, t.scalar_type.name.lower())
     n = 1
     for s in t.sizes:
         n *= int(s)
@@ -243,7 +223,7 @@ def _tensor_info(index: int, value: Any, quant: IoQuantization | None) -> Tensor
         shape=tuple(int(s) for s in t.sizes),
         dtype=dtype,
         dim_order=tuple(int(d) for d in t.dim_order),
-        nbytes=n * _DTYPE_SIZES.get(dtype, 1),
+        nbytes=n * DTYPE_SIZES.get(dtype, 1),
         scale=float(quant.scale) if quant is not None and dtype in ("int8", "uint8", "int16") else None,
         zero_point=int(quant.zero_point) if quant is not None and dtype in ("int8", "uint8", "int16") else None,
     )
@@ -396,7 +376,7 @@ def report_from_pte_bytes(
     if program.named_data:
         for seg_idx in {nd.segment_index for nd in program.named_data}:
             constant_size += program.segments[seg_idx].size
-    return ProgramReport(
+    report = ProgramReport(
         name=extras.name or Path(pte_file).stem,
         pte_file=pte_file,
         pte_size=len(data),
@@ -417,6 +397,8 @@ def report_from_pte_bytes(
         files=dict(extras.files),
         warnings=tuple(extras.warnings),
     )
+    # The method allocator's need, replayed once here so later stages size pools from the report.
+    return dataclasses.replace(report, method_allocator=plan_method_allocator(data, report.temp_allocator_size))
 
 
 def inspect_pte(path: Path) -> ProgramReport:

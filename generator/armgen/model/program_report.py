@@ -118,6 +118,22 @@ class ProgramStats:
 
 
 @dataclass(frozen=True)
+class MethodAllocatorPlan:
+    """The method allocator's need, replayed from the program (see :mod:`armgen.model.method_allocator`).
+
+    Attributes:
+        method_pool: bytes to reserve for the method allocator (``method_use`` rounded up to 16).
+        temp_pool: bytes of the temp allocator the firmware hands over (the Vela scratch, or the
+            operator-lookup scratch when that shrinks the method pool by more; 0: none).
+        method_use: bytes ``Method::init`` takes from the method allocator with that temp pool (exact).
+    """
+
+    method_pool: int
+    temp_pool: int
+    method_use: int
+
+
+@dataclass(frozen=True)
 class ProgramReport:
     """Everything later stages need to know about one compiled program.
 
@@ -145,6 +161,9 @@ class ProgramReport:
             ``reference_kind``; Cortex-M: ``"lowered_program"`` -> ``.lowered.pt2``, the lowered
             edge program the reference outputs come from, see armgen.model.lowered_program).
         warnings: human-readable warnings raised while compiling.
+        method_allocator: the method/temp pool need replayed from the program (None in reports
+            written before it was recorded; :func:`armgen.model.method_allocator.with_method_allocator`
+            adds it).
     """
 
     name: str
@@ -166,6 +185,7 @@ class ProgramReport:
     stats: ProgramStats
     files: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    method_allocator: MethodAllocatorPlan | None = None
     schema_version: int = SCHEMA_VERSION
 
     # ---- serialization -------------------------------------------------------------------
@@ -221,6 +241,7 @@ class ProgramReport:
             stats=ProgramStats(**data["stats"]),
             files=dict(data.get("files", {})),
             warnings=tuple(data.get("warnings", ())),
+            method_allocator=MethodAllocatorPlan(**data["method_allocator"]) if data.get("method_allocator") else None,
             schema_version=data["schema_version"],
         )
 

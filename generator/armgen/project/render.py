@@ -32,6 +32,7 @@ import jinja2
 from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
 from armgen.paths import TEMPLATES_DIR
+from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord
 from armgen.project.spec import ProjectSpec, reads_input_file, validate_name
 
 #: Values per line in generated C arrays.
@@ -320,65 +321,40 @@ def selected_operators_yaml(spec: ProjectSpec) -> bytes:
 def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> bytes:
     """``armgen.toml``: the project record later commands (build, size, run) read.
 
-    Keys: name, board, rtos, backend, target, cpu, elf, map, armgen_version, executorch_version,
-    zephyr_release and zephyr_target (Zephyr projects), standin (the stand-in application's directory),
-    ``[model]`` (source, weights, pte, report, sha256), ``[[pools]]`` (name, bytes, region,
-    section) and ``[budgets]`` (flash, ram in bytes).
+    See :class:`armgen.project.record.ProjectRecord` for its keys; ``elf``/``map`` are where west
+    (``build/zephyr/zephyr.elf``) or the bare-metal CMake project (``build/<name>.elf``) writes them.
     """
-    model: dict[str, Any] = {"source": spec.model_source}
-    if spec.weights:
-        model["weights"] = spec.weights
-    model["pte"] = f"model/{spec.pte_path.name}"
-    if spec.report_path is not None:
-        model["report"] = f"model/{spec.report_path.name}"
-    model["sha256"] = spec.report.pte_sha256
-    top: dict[str, Any] = {
-        "name": spec.name,
-        "board": spec.board_ref,
-        "rtos": spec.rtos,
-        "backend": spec.backend,
-        "target": spec.target,
-        "cpu": spec.cpu,
-        # west writes Zephyr's image as build/zephyr/zephyr.elf (and .map); bare metal: build/<name>.elf.
-        "elf": "build/zephyr/zephyr.elf" if spec.rtos == "zephyr" else f"build/{spec.name}.elf",
-        "map": "build/zephyr/zephyr.map" if spec.rtos == "zephyr" else f"build/{spec.name}.map",
-        "armgen_version": spec.armgen_version,
-        "executorch_version": spec.executorch_version,
-    }
-    if spec.zephyr_release is not None:
-        top["zephyr_release"] = spec.zephyr_release
-        top["zephyr_target"] = spec.zephyr_target
-    if standin is not None:
-        top["standin"] = f"{STANDIN_DIR}/{standin.board.name}"
-    lines = [
-        "# armgen project record: what this firmware was generated from and how its memory is planned.",
-        "# Read by `armgen build`, `armgen size` and `armgen run`; regenerate with `armgen new --force`.",
-    ]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
-    lines += ["", "[model]"] + [f"{k} = {_toml_value(v)}" for k, v in model.items()]
-    lines += ["", "# Where the linker puts code, the .pte, .data/.bss and the stack (board region names)."]
-    lines += ["[regions]"] + [
-        f"{k} = {_toml_value(v)}"
-        for k, v in (("code", spec.code_region), ("model", spec.model_region), ("data", spec.data_region),
-                     ("stack", spec.stack_region))
-    ]
-    lines += ["", "# Bytes. method_allocator_bound: see armgen.project.spec.method_allocator_bound."]
-    lines += ["[memory]", f"stack = {spec.stack_size}", f"heap = {spec.heap_size}",
-              f"method_allocator_bound = {spec.method_allocator_bound}"]
-    for p in spec.pools:
-        lines += ["", "[[pools]]"] + [
-            f"{k} = {_toml_value(v)}" for k, v in (("name", p.name), ("bytes", p.bytes), ("region", p.region),
-                                                   ("section", p.section))
-        ]
-    lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\")."]
-    lines += ["[budgets]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(spec.budgets.items())]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def _toml_value(value: Any) -> str:
-    import tomli_w
-
-    return tomli_w.dumps({"v": value}).strip()[len("v = "):]
+    zephyr = spec.rtos == "zephyr"
+    record = ProjectRecord(
+        root=Path("."),
+        name=spec.name,
+        board=spec.board_ref,
+        rtos=spec.rtos,
+        backend=spec.backend,
+        target=spec.target,
+        cpu=spec.cpu,
+        elf="build/zephyr/zephyr.elf" if zephyr else f"build/{spec.name}.elf",
+        map="build/zephyr/zephyr.map" if zephyr else f"build/{spec.name}.map",
+        armgen_version=spec.armgen_version,
+        executorch_version=spec.executorch_version,
+        zephyr_release=spec.zephyr_release,
+        zephyr_target=spec.zephyr_target if spec.zephyr_release is not None else None,
+        standin=f"{STANDIN_DIR}/{standin.board.name}" if standin is not None else None,
+        model=ModelEntry(
+            source=spec.model_source,
+            weights=spec.weights or None,
+            pte=f"model/{spec.pte_path.name}",
+            report=f"model/{spec.report_path.name}" if spec.report_path is not None else None,
+            sha256=spec.report.pte_sha256,
+        ),
+        regions={"code": spec.code_region, "model": spec.model_region, "data": spec.data_region,
+                 "stack": spec.stack_region},
+        memory={"stack": spec.stack_size, "heap": spec.heap_size,
+                "method_allocator_bound": spec.method_allocator_bound},
+        pools=tuple(PoolEntry(p.name, p.bytes, p.region, p.section) for p in spec.pools),
+        budgets=dict(spec.budgets),
+    )
+    return record.to_toml()
 
 
 # ---- helpers --------------------------------------------------------------------------------------

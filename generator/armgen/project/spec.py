@@ -6,76 +6,38 @@ budgets the size stage checks. It writes nothing; :mod:`armgen.project.render` t
 
 Pools (agreed names, see the brief): one ``planned_<i>`` per planned buffer (memory id i, from 1,
 sized exactly ``report.planned_buffers[i-1]``), ``method`` (the method allocator, sized by
-:func:`method_allocator_bound`) and ``temp`` (the temp allocator, only when the program needs one:
-``report.temp_allocator_size`` bytes, the Vela scratch on the Ethos-U path, 0 on the Cortex-M path
+``report.method_allocator.method_pool``) and ``temp`` (the temp allocator, only when the program needs
+one: ``report.temp_allocator_size`` bytes, the Vela scratch on the Ethos-U path, 0 on the Cortex-M path
 where the CMSIS-NN scratch buffers are already planned tensors; raised to the operator-lookup scratch
-of :func:`operator_lookup_scratch` whenever that shrinks the method pool by more than it costs, see
-:func:`temp_pool_size`). Each pool is a 16-byte-aligned static
+whenever that shrinks the method pool by more than it costs, see
+:func:`armgen.model.method_allocator.temp_pool_size`). Each pool is a 16-byte-aligned static
 array in input section ``.armgen_pool.<name>`` placed in the fastest board region (board
 ``SPEED_ORDER``) that may hold pools, still has room, and (for pools the NPU touches: planned and
 temp on the Ethos-U path) has an ``npu_address``.
 
-Method-allocator bound
-----------------------
-The method allocator is not described by the ``.pte``'s memory plan: ExecuTorch's ``Method::init``
-(runtime/executor/method.cpp, tensor_parser_portable.cpp, tensor_parser_exec_aten.cpp) carves these
-out of it during ``load_method``, in this order, each start aligned to the type's ``alignof``
-(``MemoryAllocator::allocate``); sizes are ``sizeof`` on 32-bit Arm with arm-none-eabi-gcc 12 and
-ExecuTorch 1.5 (measured with the compiler, see the constants below):
-
-=========================================  ==================================================
-allocation                                 bytes (alignment)
-=========================================  ==================================================
-``EValue values[num_values]``              16 each (8)
-``bool input_set[num_inputs]``             1 each (1)
-per IntList value of n items               ``EValue*[n]`` 4n (4), ``int64_t[n]`` 8n (8),
-                                           ``BoxedEvalueList<int64_t>`` 12 (4)
-per BoolList / DoubleList / String value   ``ArrayRef`` 8 (4)
-per Tensor value of d dims                 dynamic shape only: sizes 4d (4) + dim order d (1);
-                                           strides 4d (4); ``TensorImpl`` 32 (4)
-per TensorList of n items                  ``Tensor[n]`` 4n (4), ``EValue*[n]`` 4n (4), box 12 (4)
-per OptionalTensorList of n items          ``EValue*[n]`` 4n (4), ``optional<Tensor>[n]`` 8n (4), box 12
-``BackendDelegate delegates[n]``           40 each (8), then per delegate its
-                                           ``CompileSpec[k]`` 12k (4) (EthosUBackend takes nothing
-                                           else from it: its handle comes from the init-time heap)
-``Chain chains[num_chains]``               16 each (4)
-per chain of n instructions                ``OpFunction[n]`` 4n (4), ``InstructionArgs[n]`` 8n (4)
-per kernel/delegate call of a args         ``EValue*[a]`` 4a (4)
-per kernel call (operator lookup)          ``TensorMeta[a]`` 12a (4), then per tensor argument its
-                                           dim order, d bytes (1) - from the temp allocator instead
-                                           when that holds at least 28a bytes (then released)
-=========================================  ==================================================
-
-:func:`method_allocator_bound` replays exactly this sequence over the program's execution plan
-(read from the ``.pte`` with ExecuTorch's own deserializer) and rounds up to 16 bytes. Measured
-against the firmware's own report (``ARMGEN pool method ... used=``) on QEMU mps3-an547 the replay
-is exact, so the pool exceeds the use by the rounding only (< 16 B): the four samples compiled for
-cortex-m55 (2026-11-30) used 11,636 / 31,484 / 12,876 / 5,000 B (kws / vww / ic / ad) with the
-operator-lookup scratch in the temp pool and 14,302 / 38,182 / 16,154 / 6,678 B without it, each
-equal to the replay; kws for cortex-m4 on mps2-an386 used 11,580 B. Without a readable ``.pte`` a
-coarser bound from ``report.stats`` alone is used
-(:func:`method_allocator_bound_from_stats`: every non-tensor value counted as an int-list item).
+The method and temp pools are sized from the report's :class:`~armgen.model.program_report.
+MethodAllocatorPlan`, the model stage's exact replay of ``Method::init`` (see
+:mod:`armgen.model.method_allocator`); a spec is a pure function of the report, the board and the
+options, and reads no file.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from armgen import __version__ as ARMGEN_VERSION
-from armgen.boards import SPEED_ORDER, Board, MemoryRegion
+from armgen.boards import Board, MemoryRegion, speed_rank
 from armgen.errors import ProjectError
+from armgen.model.method_allocator import POOL_ALIGNMENT, pool_sizes
 from armgen.model.program_report import ProgramReport, TensorInfo
 
 Rtos = Literal["baremetal", "zephyr"]
 Backend = Literal["cortex-m", "ethos-u"]
 
-#: Every pool and the ``.pte`` are aligned to this many bytes (ExecuTorch's default tensor alignment).
-POOL_ALIGNMENT = 16
 #: Default main stack in bytes (the hand-made DS-CNN build peaked at about 1.9 KB without logging).
 DEFAULT_STACK_SIZE = 8 * 1024
 #: Heap for one-time initialisation allocations (the Ethos-U delegate's execution handle, 40 B).
@@ -83,20 +45,6 @@ DEFAULT_STACK_SIZE = 8 * 1024
 DEFAULT_HEAP_SIZE = {"cortex-m": 0, "ethos-u": 1024}
 #: Bytes held back in the data region for ``.data``/``.bss`` (runtime statics, kernel table, console).
 DATA_RESERVE = 8 * 1024
-
-# ---- method-allocator bound (see module docstring); sizeof/alignof on arm-none-eabi (32-bit) ------
-EVALUE_BYTES = 16
-TENSOR_IMPL_BYTES = 32
-BOXED_LIST_BYTES = 12
-ARRAY_REF_BYTES = 8
-BACKEND_DELEGATE_BYTES = 40
-COMPILE_SPEC_BYTES = 12
-CHAIN_BYTES = 16
-INSTRUCTION_ARGS_BYTES = 8
-TENSOR_META_BYTES = 12
-#: ExecuTorch's kTensorDimensionLimit: resolve_operator uses the temp allocator only when it holds
-#: (sizeof(TensorMeta) + kTensorDimensionLimit) bytes per argument.
-TENSOR_DIMENSION_LIMIT = 16
 
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _C_KEYWORDS = frozenset(
@@ -326,202 +274,6 @@ def validate_name(name: str) -> str:
     return name
 
 
-@functools.lru_cache(maxsize=4)
-def _execution_plan(pte: bytes):
-    """``execution_plan[0]`` of a serialized program, read once with ExecuTorch's deserializer.
-
-    The replay functions below each need it, several times per ``make_spec``; the cache keys on
-    the bytes. Raises ProgramError when the bytes are not an ExecuTorch program.
-    """
-    from armgen.errors import ProgramError
-
-    try:
-        from executorch.exir._serialize._program import deserialize_pte_binary
-
-        return deserialize_pte_binary(pte).program.execution_plan[0]
-    except Exception as exc:  # noqa: BLE001 - any parse failure means "not a program"
-        raise ProgramError(f"cannot read the program: {exc}") from exc
-
-
-def method_allocator_use(pte: bytes, temp_allocator_size: int = 0) -> int:
-    """Bytes ``Method::init`` takes from the method allocator for this program (exact replay).
-
-    Args:
-        pte: the serialized program. temp_allocator_size: bytes of the temp pool the firmware
-            passes (operator lookup scratch moves there when it is large enough).
-
-    Returns:
-        int: bytes, including alignment padding, for ``execution_plan[0]``.
-
-    Raises:
-        ProgramError: the bytes are not an ExecuTorch program.
-    """
-    plan = _execution_plan(pte)
-    values = plan.values
-    cur = 0
-
-    def alloc(size: int, align: int) -> None:
-        nonlocal cur
-        cur = _round_up(cur, align) + size
-
-    alloc(EVALUE_BYTES * len(values), 8)
-    if plan.inputs:
-        alloc(len(plan.inputs), 1)
-    for v in values:
-        kind = type(v.val).__name__
-        x = v.val
-        if kind == "IntList":
-            n = len(x.items)
-            alloc(4 * n, 4)
-            alloc(8 * n, 8)
-            alloc(BOXED_LIST_BYTES, 4)
-        elif kind in ("BoolList", "DoubleList", "String"):
-            alloc(ARRAY_REF_BYTES, 4)
-        elif kind == "Tensor":
-            dim = len(x.sizes)
-            if int(x.shape_dynamism) != 0:
-                alloc(4 * dim, 4)
-                alloc(dim, 1)
-            alloc(4 * dim, 4)
-            alloc(TENSOR_IMPL_BYTES, 4)
-        elif kind == "TensorList":
-            n = len(x.items)
-            alloc(4 * n, 4)
-            alloc(4 * n, 4)
-            alloc(BOXED_LIST_BYTES, 4)
-        elif kind == "OptionalTensorList":
-            n = len(x.items)
-            alloc(4 * n, 4)
-            alloc(8 * n, 4)
-            alloc(BOXED_LIST_BYTES, 4)
-    alloc(BACKEND_DELEGATE_BYTES * len(plan.delegates), 8)
-    for d in plan.delegates:
-        alloc(COMPILE_SPEC_BYTES * len(d.compile_specs), 4)
-    alloc(CHAIN_BYTES * len(plan.chains), 4)
-    for chain in plan.chains:
-        n = len(chain.instructions)
-        alloc(4 * n, 4)
-        alloc(INSTRUCTION_ARGS_BYTES * n, 4)
-        for ins in chain.instructions:
-            args = ins.instr_args
-            kind = type(args).__name__
-            if kind in ("KernelCall", "DelegateCall"):
-                alloc(4 * len(args.args), 4)
-            if kind == "KernelCall":
-                n_args = len(args.args)
-                if temp_allocator_size >= (TENSOR_META_BYTES + TENSOR_DIMENSION_LIMIT) * n_args:
-                    continue  # lookup scratch comes from the temp allocator and is released
-                alloc(TENSOR_META_BYTES * n_args, 4)
-                for i in args.args:
-                    if type(values[i].val).__name__ == "Tensor":
-                        alloc(len(values[i].val.sizes), 1)
-    return cur
-
-
-def operator_lookup_scratch(pte: bytes) -> int:
-    """Temp-allocator bytes that keep every kernel's operator-lookup scratch out of the method pool.
-
-    ``Method::resolve_operator`` (runtime/executor/method.cpp, ExecuTorch 1.5) takes its
-    ``TensorMeta[a]`` list and the dim orders from the temp allocator, and resets it afterwards, when
-    that allocator's size is at least ``(sizeof(TensorMeta) + kTensorDimensionLimit) * a`` =
-    28a bytes for a kernel call of ``a`` arguments; otherwise they stay in the method pool for the
-    life of the method.
-
-    Args:
-        pte: the serialized program.
-
-    Returns:
-        int: bytes (a multiple of :data:`POOL_ALIGNMENT`): 28 x the most arguments of any kernel
-        call, 0 for a program without kernel calls.
-
-    Raises:
-        ProgramError: the bytes are not an ExecuTorch program.
-    """
-    plan = _execution_plan(pte)
-    most = max(
-        (
-            len(i.instr_args.args)
-            for c in plan.chains
-            for i in c.instructions
-            if type(i.instr_args).__name__ == "KernelCall"
-        ),
-        default=0,
-    )
-    return _round_up((TENSOR_META_BYTES + TENSOR_DIMENSION_LIMIT) * most, POOL_ALIGNMENT)
-
-
-def temp_pool_size(report: ProgramReport, pte: bytes) -> int:
-    """Bytes of the temp pool: the program's own temp need, or the lookup scratch when that saves RAM.
-
-    The temp pool always holds ``report.temp_allocator_size`` (the Vela scratch on the Ethos-U path).
-    When it is smaller than :func:`operator_lookup_scratch`, it is raised to that size only if the
-    method pool then shrinks by more than the temp pool grows (measured on the MLPerf Tiny samples
-    for cortex-m55 by the replay: kws 14,304 B method pool -> 11,648 B + 448 B temp pool, 2,208 B
-    less; vww 6,256 B less; ic 2,848 B; ad 1,312 B).
-
-    Args:
-        report: the program's report. pte: the serialized program.
-
-    Returns:
-        int: bytes, a multiple of :data:`POOL_ALIGNMENT`; 0 means no temp pool.
-
-    Raises:
-        ProgramError: ``pte`` is not an ExecuTorch program.
-    """
-    own = _round_up(report.temp_allocator_size, POOL_ALIGNMENT)
-    lookup = operator_lookup_scratch(pte)
-    if own >= lookup:
-        return own
-    without = _round_up(method_allocator_use(pte, own), POOL_ALIGNMENT) + own
-    with_lookup = _round_up(method_allocator_use(pte, lookup), POOL_ALIGNMENT) + lookup
-    return lookup if with_lookup < without else own
-
-
-def method_allocator_bound_from_stats(report: ProgramReport) -> int:
-    """A coarser upper bound from ``report.stats`` alone (no ``.pte``), rounded up to 16 bytes.
-
-    Every value that is not a tensor is counted as if it were an int-list item (4 + 8 bytes plus
-    a 12-byte box and padding per item), every kernel argument as a tensor of 8 dims.
-    """
-    s = report.stats
-    other = max(0, s.num_values - s.num_tensors)
-    total = (
-        EVALUE_BYTES * s.num_values
-        + _round_up(s.num_inputs, 8)
-        + (TENSOR_IMPL_BYTES + 4) * s.num_tensors
-        + 9 * s.num_tensor_dims
-        + (4 + 8 + BOXED_LIST_BYTES + 4) * other
-        + (4 + 4 + BOXED_LIST_BYTES) * s.num_tensor_lists
-        + 8 * s.num_tensor_list_items
-        + (BACKEND_DELEGATE_BYTES + 8 * COMPILE_SPEC_BYTES) * s.num_delegate_calls
-        + CHAIN_BYTES * s.num_chains
-        + (4 + INSTRUCTION_ARGS_BYTES) * s.num_instructions
-        + (4 + TENSOR_META_BYTES + 8) * s.num_kernel_call_args
-        + 4 * s.num_delegate_call_args
-        + 64
-    )
-    return _round_up(total, POOL_ALIGNMENT)
-
-
-def method_allocator_bound(report: ProgramReport, pte: bytes | None = None) -> int:
-    """Bytes to reserve for the method allocator: the exact replay rounded up to 16 bytes.
-
-    Args:
-        report: the program's report. pte: the program bytes (None: the coarser
-            :func:`method_allocator_bound_from_stats`). The firmware's temp pool is
-            :func:`temp_pool_size` bytes.
-
-    Returns:
-        int: bytes, a multiple of :data:`POOL_ALIGNMENT`.
-
-    Raises:
-        ProgramError: ``pte`` is not an ExecuTorch program.
-    """
-    if pte is None:
-        return method_allocator_bound_from_stats(report)
-    return _round_up(method_allocator_use(pte, temp_pool_size(report, pte)), POOL_ALIGNMENT)
-
-
 def portable_source_for(op: str) -> str:
     """File name of the portable kernel source that implements ``ns::name.overload``.
 
@@ -593,7 +345,7 @@ def make_spec(
     report: ProgramReport, board: Board, *, name: str, pte_path: Path, report_path: Path | None = None,
     board_ref: str | None = None, rtos: Rtos | None = None, backend: Backend | None = None,
     model_source: str | None = None, weights: str | None = None, stack_size: int = DEFAULT_STACK_SIZE,
-    executorch_version: str | None = None, allow_cpu_mismatch: bool = False, zephyr_release: str | None = None,
+    executorch_version: str | None = None, allow_cpu_mismatch: bool = False, zephyr: ZephyrFlavour | None = None,
 ) -> ProjectSpec:
     """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
 
@@ -604,7 +356,8 @@ def make_spec(
         stack_size: main stack in bytes.
         allow_cpu_mismatch: accept a Cortex-M program planned for another CPU than the board's
             (only for emulator stand-ins, e.g. a Cortex-M85 program on QEMU's Cortex-M55).
-        zephyr_release: Zephyr release of a Zephyr project (None: the default release, 4.4).
+        zephyr: the board in the project's Zephyr release (required when the RTOS is Zephyr; see
+            :func:`armgen.project.zephyr.zephyr_placement`).
 
     Returns:
         ProjectSpec: frozen.
@@ -618,8 +371,11 @@ def make_spec(
     backend, rtos = resolve_options(name, board, backend, rtos)
     check_stack_size(stack_size)
     _check_program_fits(report, board, backend, Path(pte_path), allow_cpu_mismatch)
+    if rtos == "zephyr" and zephyr is None:
+        raise ProjectError(f"a Zephyr project for board '{board.name}' needs the board's Zephyr target",
+                           hint="give make_spec zephyr=armgen.project.zephyr.zephyr_placement(board, release)")
     uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
-    mem = _plan_memory(report, board, rtos, backend, Path(pte_path), stack_size, zephyr_release, uses_npu)
+    mem = _plan_memory(report, board, rtos, backend, stack_size, zephyr if rtos == "zephyr" else None, uses_npu)
     report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
     ref = report.files.get("reference")
     ops = [(f"{o.name}.{o.overload}", o.library) for o in report.operators]
@@ -664,6 +420,30 @@ def make_spec(
     )
 
 
+class ZephyrFlavour(Protocol):
+    """What a Zephyr spec is given about its board in one Zephyr release (the Zephyr flavour;
+    :func:`armgen.project.zephyr.zephyr_placement` makes one). The spec stage imports no Zephyr code."""
+
+    @property
+    def release(self) -> str:
+        """The Zephyr release name (``"4.4"``, ``"3.7"``)."""
+        ...
+
+    @property
+    def target(self) -> str:
+        """The board's Zephyr board target in that release (e.g. ``mps3/corstone300/an547``)."""
+        ...
+
+    @property
+    def default_sram(self) -> str:
+        """The armgen region that is the board's devicetree ``zephyr,sram``."""
+        ...
+
+    def sram_region(self, board: Board, uses_npu: bool, pools: Sequence[PoolPlan]) -> str:
+        """The region armgen makes ``zephyr,sram`` given the planned pools."""
+        ...
+
+
 @dataclass(frozen=True)
 class _MemoryPlan:
     """Where everything goes (region names), the pools, and bytes placed per region."""
@@ -681,8 +461,8 @@ class _MemoryPlan:
 
 
 def _plan_memory(
-    report: ProgramReport, board: Board, rtos: Rtos, backend: Backend, pte_path: Path, stack_size: int,
-    zephyr_release: str | None, uses_npu: bool,
+    report: ProgramReport, board: Board, rtos: Rtos, backend: Backend, stack_size: int,
+    zephyr: ZephyrFlavour | None, uses_npu: bool,
 ) -> _MemoryPlan:
     """Place the model, .data/.bss, the stack and heap, and every pool (see :func:`make_spec`).
 
@@ -708,23 +488,16 @@ def _plan_memory(
     # new input over in (input.bin: all inputs, in .bss).
     input_buffer = sum(t.nbytes for t in report.inputs) if reads_input_file(board, rtos) else 0
     heap_size = DEFAULT_HEAP_SIZE[backend]
-    requests, method_bound = _pool_requests(report, pte_path, uses_npu)
+    requests, method_bound = _pool_requests(report, uses_npu)
     planner = _PoolPlanner(board, dict(placed), requests, npu_reach,
                            DATA_RESERVE + _round_up(input_buffer, POOL_ALIGNMENT), stack_size + heap_size)
 
-    zephyr_target = None
-    if rtos == "zephyr":
+    if zephyr is not None:
         # On Zephyr .data/.bss, the main stack and the kernel heap live in the region chosen as
-        # zephyr,sram; armgen.project.zephyr picks that region (the NPU pools' region when delegated, else the
-        # board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
+        # zephyr,sram; the Zephyr flavour picks that region (the NPU pools' region when delegated, else
+        # the board's devicetree default). Decide it here, once, so armgen.toml, the summary, the README
         # and the overlay all read the same region from the spec.
-        from armgen.project.zephyr import board_target
-        from armgen.project.zephyr import zephyr_release as find_release
-
-        release = find_release(zephyr_release)
-        zephyr_release = release.name
-        zephyr_target = board_target(board, release)
-        ram, placed, pool_plan = _zephyr_ram(planner, board, regions, zephyr_target, uses_npu)
+        ram, placed, pool_plan = _zephyr_ram(planner, board, regions, zephyr, uses_npu)
         data_region = stack_region = ram
     else:
         data_region = _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
@@ -740,8 +513,8 @@ def _plan_memory(
         placed=placed,
         heap_size=heap_size,
         method_bound=method_bound,
-        zephyr_release=zephyr_release if rtos == "zephyr" else None,
-        zephyr_target=zephyr_target if rtos == "zephyr" else None,
+        zephyr_release=zephyr.release if zephyr is not None else None,
+        zephyr_target=zephyr.target if zephyr is not None else None,
     )
 
 
@@ -797,22 +570,13 @@ class _PoolRequest:
     npu: bool
 
 
-def _pool_requests(report: ProgramReport, pte_path: Path, uses_npu: bool) -> tuple[list[_PoolRequest], int]:
-    """The pools the program needs (planned buffers, method, temp) and the method-allocator bound.
-
-    Raises:
-        ProjectError: the ``.pte`` cannot be read.
-    """
+def _pool_requests(report: ProgramReport, uses_npu: bool) -> tuple[list[_PoolRequest], int]:
+    """The pools the program needs (planned buffers, method, temp) and the method-allocator bound."""
     requests = [
         _PoolRequest(f"planned_{i}", int(size), "planned", i, uses_npu)
         for i, size in enumerate(report.planned_buffers, start=1)
     ]
-    try:
-        pte_bytes = pte_path.read_bytes()
-    except OSError as exc:
-        raise ProjectError(f"cannot read the program {pte_path}: {exc.strerror}") from exc
-    method_bound = method_allocator_bound(report, pte_bytes)
-    temp_size = temp_pool_size(report, pte_bytes)
+    method_bound, temp_size = pool_sizes(report)
     requests.append(_PoolRequest("method", method_bound, "method", None, False))
     if temp_size > 0:
         # The NPU reads and writes the Vela scratch; the lookup scratch alone is CPU-only.
@@ -882,23 +646,21 @@ class _PoolPlanner:
 
 
 def _zephyr_ram(
-    planner: _PoolPlanner, board: Board, regions: dict[str, MemoryRegion], target: str, uses_npu: bool
+    planner: _PoolPlanner, board: Board, regions: dict[str, MemoryRegion], zephyr: ZephyrFlavour, uses_npu: bool
 ) -> tuple[MemoryRegion, dict[str, int], tuple[PoolPlan, ...]]:
     """zephyr,sram (data, stack and heap in one region) and the pools planned around it.
 
     Raises:
         ProjectError: no region satisfies both the NPU pools and Zephyr's single RAM region.
     """
-    from armgen.project.zephyr import dts_facts, zephyr_sram_region
-
-    facts = dts_facts(board, target)
-    ram = regions.get(facts.sram) or _fastest([r for r in board.regions if "data" in r.uses and r.volatile], "data")
+    ram = regions.get(zephyr.default_sram) or _fastest(
+        [r for r in board.regions if "data" in r.uses and r.volatile], "data")
     placed, pool_plan = planner.plan(ram, ram)
-    sram = zephyr_sram_region(board, facts, uses_npu, pool_plan)
+    sram = zephyr.sram_region(board, uses_npu, pool_plan)
     if sram != ram.name:
         ram = regions[sram]
         placed, pool_plan = planner.plan(ram, ram)
-        again = zephyr_sram_region(board, facts, uses_npu, pool_plan)
+        again = zephyr.sram_region(board, uses_npu, pool_plan)
         if again != sram:
             raise ProjectError(
                 f"no consistent zephyr,sram region: with stack and data in {sram} the NPU pools move to {again}",
@@ -916,14 +678,10 @@ def _round4(n: int) -> int:
     return _round_up(n, 4)
 
 
-def _speed(r: MemoryRegion) -> tuple[int, int]:
-    return (SPEED_ORDER.index(r.kind) if r.kind in SPEED_ORDER else len(SPEED_ORDER), r.base)
-
-
 def _fastest(candidates: list[MemoryRegion], use: str) -> MemoryRegion:
     if not candidates:
         raise ProjectError(f"the board has no RAM region that may hold {use}")
-    return sorted(candidates, key=_speed)[0]
+    return sorted(candidates, key=speed_rank)[0]
 
 
 def _code_region(board: Board) -> MemoryRegion:
@@ -945,7 +703,7 @@ def _place(
     """Put ``size`` bytes into the first candidate (by speed) with room; raise naming the shortfall."""
     if not candidates:
         raise ProjectError(f"the board has no region that may hold {what}")
-    key = (lambda r: (0 if not r.volatile else 1, *_speed(r))) if prefer_non_volatile else _speed
+    key = (lambda r: (0 if not r.volatile else 1, *speed_rank(r))) if prefer_non_volatile else speed_rank
     ordered = sorted(candidates, key=key)
     for r in ordered:
         if r.usable - placed[r.name] >= size:

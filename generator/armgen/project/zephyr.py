@@ -33,15 +33,17 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from armgen.boards import Board
+from armgen.boards import Board, speed_rank
 from armgen.errors import ProjectError
 from armgen.paths import MODULES_DIR
+from armgen.project.spec import PoolPlan, ProjectSpec, reads_input_file
 
 #: Where the Zephyr releases are described (one west manifest per release beside it).
 RELEASES_PATH = MODULES_DIR / "zephyr" / "releases.yaml"
@@ -302,12 +304,7 @@ def dts_facts(board: Board, target: str) -> DtsFacts:
         return known
     regions = {r.name: DtRegion(r.name.lower(), r.name) for r in board.regions}
     code = next((r.name for r in board.regions if r.base <= board.baremetal.vector_table < r.base + r.size), None)
-    from armgen.boards import SPEED_ORDER
-
-    ram = sorted(
-        (r for r in board.regions if r.volatile and "data" in r.uses),
-        key=lambda r: (SPEED_ORDER.index(r.kind) if r.kind in SPEED_ORDER else 99, r.base),
-    )
+    ram = sorted((r for r in board.regions if r.volatile and "data" in r.uses), key=speed_rank)
     return DtsFacts(
         regions,
         code or board.regions[0].name,
@@ -344,7 +341,7 @@ def npu_kconfig_choice(board: Board, release: ZephyrRelease) -> str | None:
     return f"{release.ethos_u_kconfig_prefix}{kind}_{board.npu.macs}"
 
 
-def check_npu_placement(spec: Any) -> None:
+def check_npu_placement(spec: ProjectSpec) -> None:
     """Check that every pool and the ``.pte`` the NPU touches sit where it sees them at the same
     address: Zephyr's Ethos-U driver (drivers/misc/ethos_u/ethos_u_arm.c) calls ``ethosu_init``
     without an address remap, so a region the NPU reaches only through an alias (Alif's TCM global
@@ -368,15 +365,16 @@ def check_npu_placement(spec: Any) -> None:
             )
 
 
-def zephyr_sram_region(board: Board, facts: DtsFacts, uses_npu: bool, pools: Any) -> str:
+def zephyr_sram_region(board: Board, facts: DtsFacts, uses_npu: bool, pools: Sequence[PoolPlan]) -> str:
     """The region armgen makes ``zephyr,sram`` (Zephyr's .data/.bss/.noinit, main stack, heap).
 
     With an NPU: the region of the NPU pools (so that all DMA buffers and the runtime share one
     NPU-reachable RAM, as ExecuTorch's overlays do: Corstone-300 ``isram``, Alif ``sram0``), never
     a region the NPU cannot reach. Without: the board's default ``zephyr,sram``.
 
-    Called by :func:`armgen.project.spec.make_spec` only, which makes it the spec's ``data_region`` and
-    ``stack_region`` on Zephyr; :func:`zephyr_context` reads it back from the spec.
+    Called by :func:`armgen.project.spec.make_spec` only (through :class:`ZephyrPlacement`), which
+    makes it the spec's ``data_region`` and ``stack_region`` on Zephyr; :func:`zephyr_context` reads it
+    back from the spec.
 
     Args:
         board: the board. facts: :func:`dts_facts` of it. uses_npu: the program has an Ethos-U
@@ -395,6 +393,45 @@ def zephyr_sram_region(board: Board, facts: DtsFacts, uses_npu: bool, pools: Any
             if reach:
                 return reach[0].name
     return facts.sram
+
+
+@dataclass(frozen=True)
+class ZephyrPlacement:
+    """A board in one Zephyr release: the Zephyr flavour :func:`armgen.project.spec.make_spec` is given.
+
+    Attributes:
+        release_info: the release. target: the board's Zephyr board target in it. facts: its devicetree
+            facts (:func:`dts_facts`).
+    """
+
+    release_info: ZephyrRelease
+    target: str
+    facts: DtsFacts
+
+    @property
+    def release(self) -> str:
+        """The release name (``"4.4"``, ``"3.7"``)."""
+        return self.release_info.name
+
+    @property
+    def default_sram(self) -> str:
+        """The armgen region that is the target's devicetree ``zephyr,sram``."""
+        return self.facts.sram
+
+    def sram_region(self, board: Board, uses_npu: bool, pools: Sequence[PoolPlan]) -> str:
+        """See :func:`zephyr_sram_region`."""
+        return zephyr_sram_region(board, self.facts, uses_npu, pools)
+
+
+def zephyr_placement(board: Board, release: str | None = None) -> ZephyrPlacement:
+    """``board`` in Zephyr ``release`` (None: the default release) for the spec stage.
+
+    Raises:
+        ProjectError: unknown release; the board has no Zephyr target or is not in that release.
+    """
+    info = zephyr_release(release)
+    target = board_target(board, info)
+    return ZephyrPlacement(info, target, dts_facts(board, target))
 
 
 @dataclass(frozen=True)
@@ -438,7 +475,7 @@ def _memory_region_of(
     return name
 
 
-def zephyr_context(spec: Any) -> dict[str, Any]:
+def zephyr_context(spec: ProjectSpec) -> dict[str, Any]:
     """Everything the Zephyr templates need, from the spec (and its Board).
 
     Returns:
@@ -452,7 +489,6 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
         ProjectError: the board has no Zephyr target, or the NPU placement is not usable by
             Zephyr's Ethos-U driver (:func:`check_npu_placement`).
     """
-    from armgen.project.spec import reads_input_file
 
     board: Board = spec.board
     release = zephyr_release(spec.zephyr_release)
@@ -499,7 +535,7 @@ def zephyr_context(spec: Any) -> dict[str, Any]:
 
 
 def _linker_placement(
-    spec: Any, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]
+    spec: ProjectSpec, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]
 ) -> tuple[tuple[str, ...], list[SectionPlacement], SectionPlacement]:
     """Pools and model -> linker snippets: the pool sections in zephyr,sram's ``.noinit``, one NOLOAD
     output section per other region, and the model's section. Regions the devicetree does not name
@@ -528,7 +564,7 @@ def _linker_placement(
 
 
 def _board_conf(
-    spec: Any, release: ZephyrRelease, facts: DtsFacts, npu_choice: str | None, dcache: bool, on_qemu: bool
+    spec: ProjectSpec, release: ZephyrRelease, facts: DtsFacts, npu_choice: str | None, dcache: bool, on_qemu: bool
 ) -> list[tuple[str, list[str]]]:
     """``boards/<stem>.conf``: load offset, the Ethos-U driver, caches, the QEMU clock (comment, lines)."""
     board: Board = spec.board
@@ -577,7 +613,7 @@ def _board_conf(
     return board_conf
 
 
-def _prj_conf(spec: Any) -> list[tuple[str, list[str]]]:
+def _prj_conf(spec: ProjectSpec) -> list[tuple[str, list[str]]]:
     """``prj.conf`` for every board: ExecuTorch, C++, FPU, stack, speed, logging, kernel, heap."""
     board: Board = spec.board
     prj_conf: list[tuple[str, list[str]]] = [
@@ -646,7 +682,7 @@ _POOL_KCONFIG_TEXT = {
 }
 
 
-def _pool_kconfig(spec: Any) -> list[dict[str, Any]]:
+def _pool_kconfig(spec: ProjectSpec) -> list[dict[str, Any]]:
     """One Kconfig int symbol per pool (``ARMGEN_POOL_<NAME>_SIZE``), with prompt and help."""
     out = []
     for p in spec.pools:
@@ -667,7 +703,7 @@ def _pool_kconfig(spec: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _overlay(spec: Any, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _overlay(spec: ProjectSpec, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The devicetree overlay's facts: zephyr,sram, new memory-region nodes, the NPU node if missing."""
     board: Board = spec.board
     overlay: dict[str, Any] = {
