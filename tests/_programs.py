@@ -14,7 +14,10 @@ from pathlib import Path
 
 from armgen.model.program_report import ProgramReport
 
+import atexit
+
 _CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # the session's programs go with the session
 
 
 @functools.lru_cache(maxsize=None)

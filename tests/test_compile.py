@@ -20,8 +20,6 @@ from armgen.cli import main
 from armgen.model.compile import compile_model
 from armgen.model.program_report import ProgramReport
 
-pytestmark = pytest.mark.slow
-
 CASES = [
     ("kws", "cortex-m55"),
     ("vww", "cortex-m55"),
@@ -55,6 +53,7 @@ def _program(path):
     return deserialize_pte_binary(path.read_bytes()).program
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sample", "target"), CASES)
 def test_report_equals_program(compiled, sample, target):
     result = compiled(sample, target)
@@ -118,6 +117,7 @@ def test_report_equals_program(compiled, sample, target):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample", ["kws", "vww", "ic", "ad"])
 def test_cortex_m55_lowers_everything_to_cmsis_nn(compiled, sample):
     report = compiled(sample, "cortex-m55").report
@@ -129,11 +129,13 @@ def test_cortex_m55_lowers_everything_to_cmsis_nn(compiled, sample):
     assert report.cpu == "cortex-m55" and report.backend == "cortex-m"
 
 
+@pytest.mark.slow
 def test_kws_cortex_m55_memory_plan_matches_the_hand_made_build(compiled):
     # firmware-build-notes.md: DS-CNN on M55 planned 20,464 B and ran bit-identical on QEMU.
     assert compiled("kws", "cortex-m55").report.planned_buffers == (20464,)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u85-256"])
 def test_ethos_u_delegate_facts_come_from_the_blob(compiled, target):
     from executorch.backends.arm.scripts.get_ethosu_scratch_from_pte import get_scratch_size_from_delegate
@@ -166,6 +168,7 @@ def test_ethos_u_delegate_facts_come_from_the_blob(compiled, target):
     assert not any(o.name.startswith("quantized_decomposed::") for o in report.operators)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["ethos-u55-128", "ethos-u85-256"])
 def test_kws_runs_entirely_on_the_npu(compiled, target):
     # The sample's global average pool has stride 1, which the U55 accepts (stride <= 3).
@@ -174,6 +177,7 @@ def test_kws_runs_entirely_on_the_npu(compiled, target):
     assert len(report.delegates) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sample", "target"), [("kws", "cortex-m55"), ("ad", "cortex-m55"), ("kws", "ethos-u85-256")])
 def test_reference_input_is_the_firmware_input_and_outputs_are_not_degenerate(compiled, sample, target):
     import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers quantized_decomposed ops
@@ -200,6 +204,7 @@ def test_reference_input_is_the_firmware_input_and_outputs_are_not_degenerate(co
     assert len(np.unique(ref["output_0"])) > 2
 
 
+@pytest.mark.slow
 def test_ethos_u_reference_is_the_saved_quantized_program(compiled):
     """A delegate cannot run on the host: the reference is the quantized model's, and says so."""
     import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers quantized_decomposed ops
@@ -229,6 +234,7 @@ print(json.dumps(y.numpy().reshape(-1).tolist()))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample", ["kws", "vww"])
 def test_cortex_m_reference_is_the_lowered_program_on_the_firmware_input(compiled, sample):
     """output_0 is the lowered program (cortex_m host kernels = CMSIS-NN's arithmetic, which the
@@ -278,6 +284,7 @@ def test_cortex_m_reference_is_the_lowered_program_on_the_firmware_input(compile
     assert lsb <= 16
 
 
+@pytest.mark.slow
 def test_compiling_twice_is_byte_identical(compiled, tmp_path):
     first = compiled("kws", "cortex-m55")
     again = compile_model("kws", "cortex-m55", out_dir=tmp_path)
@@ -287,6 +294,7 @@ def test_compiling_twice_is_byte_identical(compiled, tmp_path):
         assert again.files[role].read_bytes() == first.files[role].read_bytes(), role
 
 
+@pytest.mark.slow
 def test_inspect_prints_the_same_report_as_table_and_json(compiled):
     result = compiled("kws", "ethos-u55-128")
     runner = CliRunner()
@@ -305,6 +313,7 @@ def test_inspect_prints_the_same_report_as_table_and_json(compiled):
     assert report.pte_sha256 in table.stdout
 
 
+@pytest.mark.slow
 def test_inspect_without_sidecar_reads_the_program_alone(compiled, tmp_path):
     result = compiled("ad", "cortex-m55")
     lone = tmp_path / "lone.pte"

@@ -21,8 +21,6 @@ from armgen.project.render import render_project, write_project, write_project_r
 from armgen.project.spec import make_spec
 from armgen.project.zephyr import zephyr_placement
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def kws():
@@ -36,6 +34,7 @@ def kws_spec(kws):
                      rtos="baremetal")
 
 
+@pytest.mark.slow
 def test_bare_metal_project_files(kws_spec):
     files = render_project(kws_spec).files
     for path in (
@@ -87,6 +86,7 @@ def test_bare_metal_project_files(kws_spec):
     assert "ARMGEN_OPERATOR_MISSING = 20" in h  # ExecuTorch's Error::OperatorMissing = 0x14
 
 
+@pytest.mark.slow
 def test_project_record(kws_spec):
     rec = tomllib.loads(render_project(kws_spec).files["armgen.toml"].decode())
     for key in ("name", "board", "rtos", "backend", "target", "cpu", "elf", "map", "armgen_version",
@@ -102,6 +102,7 @@ def test_project_record(kws_spec):
     assert isinstance(rec["budgets"]["flash"], int) and isinstance(rec["budgets"]["ram"], int)
 
 
+@pytest.mark.slow
 def test_rendering_twice_is_byte_identical(kws_spec, tmp_path):
     a = render_project(kws_spec).files
     b = render_project(kws_spec).files
@@ -111,6 +112,7 @@ def test_rendering_twice_is_byte_identical(kws_spec, tmp_path):
     assert tree(da) == tree(db) == a
 
 
+@pytest.mark.slow
 def test_force_replaces_atomically_and_keeps_build(kws_spec, tmp_path):
     dest = write_project(render_project(kws_spec), tmp_path)
     (dest / "build").mkdir()
@@ -135,6 +137,7 @@ def test_force_replaces_atomically_and_keeps_build(kws_spec, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]  # no temp or trash left behind
 
 
+@pytest.mark.slow
 def test_force_refuses_when_a_user_file_is_in_the_way(kws_spec, tmp_path):
     """A directory of the user's where armgen writes a file: refused, old project untouched."""
     dest = write_project(render_project(kws_spec), tmp_path)
@@ -149,6 +152,7 @@ def test_force_refuses_when_a_user_file_is_in_the_way(kws_spec, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]
 
 
+@pytest.mark.slow
 def test_project_directories_are_not_private(kws_spec, tmp_path):
     """mkdtemp's 0o700 must not leak into the project: directories get 0o777 & ~umask."""
     import os
@@ -170,6 +174,7 @@ def test_project_directories_are_not_private(kws_spec, tmp_path):
 
 
 # ---- the CLI --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_new_cli_with_compiled_program(kws, tmp_path):
     report, pte, _ = kws
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(pte), "--out", str(tmp_path))
@@ -202,6 +207,7 @@ def _assert_refused(r, tmp_path: Path, before: set[str], pattern: str) -> None:
     assert {p.name for p in tmp_path.iterdir()} == before  # nothing written, nothing left behind
 
 
+@pytest.mark.slow
 def test_bad_input_existing_directory(kws, tmp_path):
     (tmp_path / "kws").mkdir()
     (tmp_path / "kws" / "mine.c").write_text("keep me")
@@ -211,6 +217,7 @@ def test_bad_input_existing_directory(kws, tmp_path):
     assert (tmp_path / "kws" / "mine.c").read_text() == "keep me"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,pattern", [
     ("../x", r"project name '\.\./x' is a path"),
     ("1kws", r"project name '1kws' is not a C/CMake identifier"),
@@ -224,6 +231,7 @@ def test_bad_input_name(kws, tmp_path, name, pattern):
     assert {p.name for p in tmp_path.iterdir()} == {"out"}
 
 
+@pytest.mark.slow
 def test_stack_size_option(kws, tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(tmp_path),
                "--stack-size", "2304")  # fmt: skip
@@ -238,12 +246,14 @@ def test_stack_size_option(kws, tmp_path):
     _assert_refused(r, out, set(), r"stack size 1000001 B: must be a multiple of 8")
 
 
+@pytest.mark.slow
 def test_bad_input_ethos_u_without_npu(kws, tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--backend", "ethos-u", "--model", str(kws[1]),
                "--out", str(tmp_path))  # fmt: skip
     _assert_refused(r, tmp_path, set(), r"board 'qemu_mps3_an547' has no Ethos-U NPU")
 
 
+@pytest.mark.slow
 def test_bad_input_program_for_another_npu(kws, tmp_path):
     """An Ethos-U program compiled for ethos-u55-256 is refused for corstone_320 (ethos-u85-256)."""
     import dataclasses
@@ -266,6 +276,7 @@ def test_bad_input_program_for_another_npu(kws, tmp_path):
     assert "hint: compile again: armgen compile kws --target ethos-u85-256 (or armgen new without --model)" in r.stderr
 
 
+@pytest.mark.slow
 def test_bad_input_program_for_another_cpu(kws, tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps2_an386", "--model", str(kws[1]), "--out", str(tmp_path))
     _assert_refused(r, tmp_path, set(), r"compiled for cortex-m55, but board 'qemu_mps2_an386' has a cortex-m4")
@@ -273,6 +284,7 @@ def test_bad_input_program_for_another_cpu(kws, tmp_path):
     assert "--backend" not in r.stderr
 
 
+@pytest.mark.slow
 def test_bad_input_model_too_large(kws, tmp_path):
     """A board file whose RAM cannot hold the kws pools: the region and shortfall are named."""
     data = yaml.safe_load((BOARDS_DIR / "qemu_mps3_an547.yaml").read_text())
@@ -290,11 +302,13 @@ def test_bad_input_model_too_large(kws, tmp_path):
     _assert_refused(r, out, set(), r"fits no region: DTCM .* short by \d+ bytes")
 
 
+@pytest.mark.slow
 def test_bad_input_unknown_sample(tmp_path):
     r = armgen("new", "nosuchsample", "--board", "qemu_mps3_an547", "--out", str(tmp_path))
     _assert_refused(r, tmp_path, set(), r"'nosuchsample' is not a built-in sample \(.*kws.*\)")
 
 
+@pytest.mark.slow
 def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
     """The reference's input_<i> is in memory (dim) order: embedded unchanged. Reshaping it to the
     logical shape and transposing again scrambles a 3-channel channels_last input (vww, ic)."""
@@ -335,6 +349,7 @@ def zephyr_programs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board_name", ["alif_e8", "corstone_300"])
 def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_programs, board_name):
     """armgen.toml, the `new` summary (spec.stack_region), the README and the overlay name one region."""

@@ -32,8 +32,6 @@ from armgen.project.spec import (
 )
 from armgen.project.zephyr import zephyr_placement
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def kws_m55():
@@ -46,6 +44,7 @@ def _board_variant(name: str, edit) -> object:
     return board_from_data(data, name=f"{name}_variant", source=f"{name}_variant.yaml")
 
 
+@pytest.mark.slow
 def test_planned_pools_equal_the_report(kws_m55):
     report, pte, report_path = kws_m55
     spec = make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, report_path=report_path)
@@ -69,6 +68,7 @@ def _round16(n: int) -> int:
     return -(-n // 16) * 16
 
 
+@pytest.mark.slow
 def test_lookup_scratch_is_28_bytes_per_argument_of_the_widest_kernel_call(kws_m55):
     report, pte, _ = kws_m55
     from executorch.exir._serialize._program import deserialize_pte_binary
@@ -82,6 +82,7 @@ def test_lookup_scratch_is_28_bytes_per_argument_of_the_widest_kernel_call(kws_m
     assert temp_pool_size(report.temp_allocator_size, pte.read_bytes()) == scratch
 
 
+@pytest.mark.slow
 def test_stack_size_is_checked_and_used(kws_m55):
     report, pte, report_path = kws_m55
     board = load_board("qemu_mps3_an547")
@@ -92,6 +93,7 @@ def test_stack_size_is_checked_and_used(kws_m55):
             make_spec(report, board, name="kws", pte_path=pte, report_path=report_path, stack_size=bad)
 
 
+@pytest.mark.slow
 def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
     report, pte, report_path = kws_m55
     spec = make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, report_path=report_path)
@@ -116,6 +118,7 @@ def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
     assert spec2.pool("method").region == "DTCM"
 
 
+@pytest.mark.slow
 def test_method_pool_is_the_exact_replay_rounded_to_16(kws_m55):
     report, pte, report_path = kws_m55
     use = method_allocator_use(pte.read_bytes(), temp_pool_size(report.temp_allocator_size, pte.read_bytes()))
@@ -131,6 +134,7 @@ def test_method_pool_is_the_exact_replay_rounded_to_16(kws_m55):
     assert spec.pool("method").bytes == bound == spec.method_allocator_bound
 
 
+@pytest.mark.slow
 def test_model_too_large_fails_naming_region_and_shortfall(kws_m55):
     report, pte, report_path = kws_m55
     board = load_board("qemu_mps2_an386")  # DATA: 4 MiB for data, pools and stack
@@ -149,12 +153,14 @@ def test_model_too_large_fails_naming_region_and_shortfall(kws_m55):
         make_spec(big_pte, board, name="kws", pte_path=pte, report_path=report_path, allow_cpu_mismatch=True)
 
 
+@pytest.mark.slow
 def test_program_for_another_cpu_is_refused(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError, match="compiled for cortex-m55, but board 'qemu_mps2_an386' has a cortex-m4"):
         make_spec(report, load_board("qemu_mps2_an386"), name="kws", pte_path=pte, report_path=report_path)
 
 
+@pytest.mark.slow
 def test_program_for_another_cpu_names_the_real_compile_flags(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError) as err:
@@ -179,6 +185,7 @@ def _as_ethos_u(report, target):
                                delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
 
 
+@pytest.mark.slow
 def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
     """A Vela command stream runs only on the NPU configuration it was compiled for."""
     report, pte, report_path = kws_m55
@@ -197,12 +204,14 @@ def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
     assert spec.target == spec.board.npu.vela_accelerator == "ethos-u55-256"
 
 
+@pytest.mark.slow
 def test_ethos_u_on_a_board_without_npu_is_refused(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError, match="has no Ethos-U NPU"):
         make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, backend="ethos-u")
 
 
+@pytest.mark.slow
 def test_npu_pools_only_in_npu_reachable_regions(kws_m55):
     """Planned and temp pools of a delegated program go where the NPU reaches (not DTCM)."""
     report, pte, report_path = kws_m55
