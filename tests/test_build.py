@@ -94,7 +94,7 @@ def test_program_the_runtime_cannot_load_is_refused(tmp_path):
     r = armgen("build", str(proj), "--workspace", str(ws))
     err = ANSI.sub("", r.stderr)
     assert r.returncode == 2, err
-    assert "file identifier is ET12 but the workspace's ExecuTorch runtime reads ET13" in err
+    assert "the program has file identifier ET12 but the workspace's ExecuTorch runtime reads ET13" in err
     assert not (proj / "build" / "build.ninja").exists()
 
     # Same identifier, other version: only a warning (the fake sources then fail at configure).

@@ -228,7 +228,7 @@ def test_pte_with_other_file_identifier_is_an_error(tmp_path):
     assert read_pte_file_identifier(pte) == "ET11"
     with pytest.raises(WorkspaceError) as info:
         check_program_compatible(ws, pte)
-    assert "'ET11'" in info.value.message and "'ET12'" in info.value.message
+    assert "has file identifier ET11 but the workspace's ExecuTorch runtime reads ET12" in info.value.message
 
 
 def test_pte_with_same_identifier_other_version_only_warns(tmp_path, monkeypatch):

@@ -1128,23 +1128,49 @@ def version_warnings(workspace: Workspace) -> list[str]:
     return []
 
 
-def check_program_compatible(workspace: Workspace, pte_path: Path) -> list[str]:
-    """Check that the workspace's runtime can load ``pte_path``; return warnings (version mismatch).
+def check_file_identifier(workspace: Workspace, found: str, what: str, made_with: str | None = None) -> list[str]:
+    """The one check that the workspace's runtime can load a program with file identifier ``found``.
 
     The runtime refuses a program whose flatbuffer file identifier (bytes 4..8 of the .pte) differs from
-    the ``file_identifier`` in its ``schema/program.fbs`` (executorch issue 2533); a different ExecuTorch
-    version with the same identifier is only a warning.
+    the ``file_identifier`` in its ``schema/program.fbs`` (``Program::load``; executorch issue 2533); a
+    different ExecuTorch version with the same identifier only earns a warning.
+
+    Args:
+        workspace: the workspace. found: the program's identifier (e.g. ``ET12``). what: the program
+            as the message names it. made_with: the ExecuTorch version the program was made with (its
+            report's); None compares pip's executorch instead.
+
+    Returns:
+        warnings (one-line strings).
+
+    Raises:
+        WorkspaceError: the identifiers differ, or the workspace's schema cannot be read.
+    """
+    expected = workspace.program_file_identifier()
+    if found != expected:
+        raise WorkspaceError(
+            f"{what} has file identifier {found} but the workspace's ExecuTorch runtime reads {expected} "
+            f"(ExecuTorch {workspace.executorch_version()} at {workspace.executorch_dir})",
+            hint="make a workspace whose ExecuTorch matches the pip executorch the program was compiled with: "
+            "armgen workspace init --revision executorch=<release-tag-or-commit>",
+        )
+    if made_with is None:
+        return version_warnings(workspace)
+    try:
+        ws_version = workspace.executorch_version()
+    except WorkspaceError:
+        ws_version = ""
+    if made_with and ws_version and made_with.split("+")[0] != ws_version:
+        return [f"the program was made with executorch {made_with}, the workspace's runtime is {ws_version} "
+                f"(same file identifier {found}; it loads)"]
+    return []
+
+
+def check_program_compatible(workspace: Workspace, pte_path: Path) -> list[str]:
+    """Check that the workspace's runtime can load the ``.pte`` at ``pte_path`` (see
+    :func:`check_file_identifier`; the version compared is pip's executorch).
 
     Raises:
         WorkspaceError: identifiers differ, or the .pte / schema cannot be read.
     """
-    expected = workspace.program_file_identifier()
-    found = read_pte_file_identifier(pte_path)
-    if found != expected:
-        raise WorkspaceError(
-            f"{pte_path} has file identifier {found!r} but the workspace runtime expects {expected!r} "
-            f"(ExecuTorch {workspace.executorch_version()} at {workspace.executorch_dir})",
-            hint="check the workspace out at the ExecuTorch release matching pip's: "
-            "armgen workspace init --revision executorch=<release-tag-or-commit>",
-        )
-    return version_warnings(workspace)
+    return check_file_identifier(workspace, read_pte_file_identifier(pte_path), str(pte_path))

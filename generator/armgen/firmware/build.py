@@ -134,11 +134,8 @@ def resolve_workspace(explicit: Path | str | None = None, *, ethos_u: bool = Fal
 
 
 def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, ...]:
-    """Check the project's program against the workspace's runtime.
-
-    The ``.pte``'s flatbuffer file identifier (``ET12`` today) must be the one the runtime's
-    ``schema/program.fbs`` declares, or ``Program::load`` fails (executorch issue 2533). A different
-    ExecuTorch version with the same identifier only earns a warning.
+    """Check the project's program against the workspace's runtime (identifier and version from the
+    program's report; see :func:`armgen.workspace.check_file_identifier`).
 
     Returns:
         warnings (tuple of one-line strings).
@@ -146,38 +143,15 @@ def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, .
     Raises:
         WorkspaceError: the identifiers differ.
     """
+    from armgen.model.program_report import ProgramReport
+    from armgen.workspace import Workspace, check_file_identifier
+
     report_path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
     try:
-        import json
-
-        data = json.loads(report_path.read_text())
-        pte_id, pte_version = str(data["file_identifier"]), str(data.get("executorch_version", ""))
+        pte_id, made_with = ProgramReport.identity(report_path)
     except (OSError, ValueError, KeyError):
         return (f"cannot read {report_path}; the program's file identifier was not checked",)
-    from armgen.workspace import Workspace
-
-    workspace = Workspace(ws)
-    try:
-        runtime_id = workspace.program_file_identifier()
-    except WorkspaceError:
-        return (f"{workspace.executorch_dir / 'schema' / 'program.fbs'} declares no file_identifier; "
-                "the program's was not checked",)
-    if runtime_id != pte_id:
-        raise WorkspaceError(
-            f"the program's file identifier is {pte_id} but the workspace's ExecuTorch runtime reads {runtime_id}",
-            hint="make a workspace whose ExecuTorch matches the pip executorch the program was compiled with "
-            "(armgen workspace init --revision executorch=...)",
-        )
-    try:
-        ws_version = workspace.executorch_version()
-    except WorkspaceError:
-        ws_version = ""
-    if pte_version and ws_version and pte_version != ws_version:
-        return (
-            f"the program was made with executorch {pte_version}, the workspace's runtime is {ws_version} "
-            f"(same file identifier {pte_id}; it loads)",
-        )
-    return ()
+    return tuple(check_file_identifier(Workspace(ws), pte_id, "the program", made_with))
 
 
 def flatc_path() -> Path | None:

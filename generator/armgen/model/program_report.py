@@ -254,6 +254,17 @@ class ProgramReport:
         """
         return cls.from_dict(json.loads(Path(path).read_text()))
 
+    @staticmethod
+    def identity(path: Path) -> tuple[str, str]:
+        """``(file_identifier, executorch_version)`` of the report at ``path``, read without the rest
+        (a build checks them against its workspace before anything else).
+
+        Raises:
+            OSError: the file cannot be read. ValueError/KeyError: not a report.
+        """
+        data = json.loads(Path(path).read_text())
+        return str(data["file_identifier"]), str(data.get("executorch_version", ""))
+
     def save(self, path: Path) -> None:
         """Write the report as deterministic JSON to ``path``."""
         Path(path).write_text(self.to_json())

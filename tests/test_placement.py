@@ -1,0 +1,111 @@
+"""Placement as a pure function: make_spec on synthetic program reports (no model, no .pte read).
+
+The spec stage sizes pools from ``ProgramReport.method_allocator`` (the model stage's replay) and the
+planned buffers, and places them by board data alone, so these run in milliseconds. The real-model
+counterparts (exact replay, firmware-measured use) are in test_spec.py and test_run.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import pytest
+
+from armgen.boards import load_board
+from armgen.errors import ProjectError
+from armgen.model.method_allocator import POOL_ALIGNMENT, method_allocator_bound_from_stats, pool_sizes
+from armgen.model.program_report import (
+    DelegateInfo,
+    MethodAllocatorPlan,
+    OperatorInfo,
+    ProgramReport,
+    ProgramStats,
+    TensorInfo,
+    VelaInfo,
+)
+from armgen.project.spec import make_spec
+from armgen.project.zephyr import zephyr_placement
+
+#: A .pte path that does not exist: the spec must not read it.
+NO_FILE = Path("/nonexistent/armgen/model.pte")
+
+
+def _report(planned=(20_000,), pte_size=60_000, method=(11_648, 448), cpu="cortex-m55", delegated=None) -> ProgramReport:
+    stats = ProgramStats(num_values=200, num_tensors=80, num_tensor_dims=300, num_tensor_lists=0,
+                         num_tensor_list_items=0, num_instructions=20, num_kernel_calls=18,
+                         num_kernel_call_args=120, num_delegate_calls=0, num_delegate_call_args=0,
+                         num_operators=6, num_chains=1, num_inputs=1, num_outputs=1, num_constant_tensors=40)
+    backend, target, delegates = "cortex-m", cpu, ()
+    if delegated is not None:
+        backend, target = "ethos-u", delegated
+        delegates = (DelegateInfo("EthosUBackend", 30_000, VelaInfo(delegated, "cfg", "Shared_Sram", 22_048, 0, 1_816,
+                                                                   30_240)),)
+    return ProgramReport(
+        name="synthetic", pte_file="synthetic.pte", pte_size=pte_size, pte_sha256="0" * 64, file_identifier="ET12",
+        executorch_version="1.5.1", backend=backend, target=target, cpu=cpu, method="forward",  # type: ignore[arg-type]
+        operators=(OperatorInfo("cortex_m::quantized_conv2d", "out", "cortex_m", 4),),
+        delegates=delegates, planned_buffers=tuple(planned), constant_data_size=50_000,
+        inputs=(TensorInfo(0, (1, 1, 49, 10), "int8", (0, 1, 2, 3), 490, 0.5, -1),),
+        outputs=(TensorInfo(0, (1, 12), "int8", (0, 1), 12, 0.0039, -128),),
+        stats=stats,
+        method_allocator=MethodAllocatorPlan(method[0], method[1], method[0] - 12) if method else None,
+    )
+
+
+def test_pools_come_from_the_report_without_reading_the_program():
+    start = time.perf_counter()
+    spec = make_spec(_report(planned=(20_464, 512)), load_board("qemu_mps3_an547"), name="s", pte_path=NO_FILE)
+    assert time.perf_counter() - start < 1.0
+    assert [(p.name, p.bytes) for p in spec.pools] == [("planned_1", 20_464), ("planned_2", 512), ("method", 11_648),
+                                                       ("temp", 448)]
+    assert {p.region for p in spec.pools} == {"DTCM"} and spec.model_region == "ITCM"
+    assert spec.method_allocator_bound == 11_648
+    assert all(p.section == f".armgen_pool.{p.name}" for p in spec.pools)
+
+
+def test_report_without_replay_falls_back_to_the_stats_bound():
+    report = _report(method=None)
+    method, temp = pool_sizes(report)
+    assert method == method_allocator_bound_from_stats(report.stats) and method % POOL_ALIGNMENT == 0
+    assert temp == 0
+    spec = make_spec(report, load_board("qemu_mps3_an547"), name="s", pte_path=NO_FILE)
+    assert spec.pool("method").bytes == method and "temp" not in {p.name for p in spec.pools}
+
+
+def test_a_pool_too_large_for_the_fast_region_moves_to_the_next():
+    # an547: DTCM 512 KiB; 600 KB of planned buffer goes to ISRAM (the next fastest), the method pool stays.
+    spec = make_spec(_report(planned=(600_000,)), load_board("qemu_mps3_an547"), name="s", pte_path=NO_FILE)
+    assert spec.pool("planned_1").region != "DTCM" and spec.pool("method").region == "DTCM"
+
+
+def test_shortfall_names_the_region_and_the_bytes():
+    board = load_board("stm32f4_disco")  # 192 KiB RAM
+    with pytest.raises(ProjectError, match=r"pool planned_1 .*short by \d+ bytes"):
+        make_spec(_report(planned=(400_000,), cpu="cortex-m4"), board, name="s", pte_path=NO_FILE, rtos="baremetal")
+
+
+def test_npu_pools_only_where_the_npu_reaches_and_zephyr_sram_follows_them():
+    board = load_board("corstone_320")
+    report = _report(delegated="ethos-u85-256", cpu="cortex-m85", method=(272, 22_048))
+    spec = make_spec(report, board, name="s", pte_path=NO_FILE, zephyr=zephyr_placement(board))
+    reachable = {r.name for r in board.regions if r.npu_address == r.base}
+    for p in spec.pools:
+        if p.kind in ("planned", "temp"):
+            assert p.npu and p.region in reachable, p
+    # Zephyr: .data/.bss, stack and heap share the NPU pools' region (one NPU-reachable zephyr,sram).
+    assert spec.data_region == spec.stack_region == spec.pool("planned_1").region
+    assert spec.zephyr_target == "mps4/corstone320/fvp" and spec.zephyr_release == "4.4"
+
+
+def test_a_zephyr_spec_needs_its_flavour():
+    with pytest.raises(ProjectError, match="needs the board's Zephyr target"):
+        make_spec(_report(cpu="cortex-m7"), load_board("nucleo_h743zi"), name="s", pte_path=NO_FILE, rtos="zephyr")
+
+
+def test_same_inputs_same_spec():
+    board = load_board("qemu_mps3_an547")
+    a = make_spec(_report(), board, name="s", pte_path=NO_FILE)
+    b = make_spec(dataclasses.replace(_report()), board, name="s", pte_path=NO_FILE)
+    assert a == b
