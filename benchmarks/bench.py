@@ -758,10 +758,12 @@ def patch_all_portable(src: Path, dst: Path) -> None:
 
 
 def project_files(proj: Path) -> tuple[Path, Path]:
-    import tomllib
+    """The ELF and map a project's record (armgen.toml) names."""
+    from armgen.project.record import load_project
 
-    rec = tomllib.loads((proj / "armgen.toml").read_text())
-    return proj / rec["elf"], proj / rec["map"]
+    rec = load_project(proj)
+    assert rec.elf_path is not None and rec.map_path is not None
+    return rec.elf_path, rec.map_path
 
 
 class Compare:
