@@ -58,7 +58,7 @@ import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
-from armgen.model.lowered_program import save_lowered_program
+from armgen.model.lowered_program import exact_integer_convolution, save_lowered_program
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.program_report import ProgramReport, VelaInfo
 from armgen.model.tensors import to_memory_order, with_dim_order
@@ -565,7 +565,7 @@ def _reference_arrays(
         # The firmware's arithmetic: the lowered program on the firmware's int8 input.
         kind = "lowered_cortex_m"
         try:
-            with torch.no_grad(), _quiet():
+            with torch.no_grad(), _quiet(), exact_integer_convolution():
                 ref_out = lowered.module()(*prog_inputs)
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f"running the lowered {target} program on the host failed: {_one_line(exc)}") from exc
@@ -685,6 +685,10 @@ def _quantize(
         quantizer = EthosUQuantizer(spec)
         quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
     graph = _export(model, example, "float model").module(check_guards=False)
+    if backend == "cortex-m":
+        from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
+
+        graph = Conv1dToConv2dPass(example).call(graph).graph_module
     try:
         prepared = prepare_pt2e(graph, quantizer)
         with torch.no_grad():

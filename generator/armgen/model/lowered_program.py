@@ -10,10 +10,12 @@ samples), unlike the quantized model before lowering (up to 7 LSB apart on kws).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,4 +74,43 @@ def load_lowered_program(path: Path | str) -> Any:
         return load(str(path))
 
 
-__all__ = ["load_lowered_program", "register_cortex_m_ops", "save_lowered_program"]
+class _ExactIntegerConvolution:
+    """``torch.nn.functional`` with ``conv2d`` of integer tensors computed in float64.
+
+    The host implementation of ``cortex_m::quantized_conv2d`` (executorch 1.5.1,
+    ``backends/cortex_m/ops/operators.py``) convolves int32 tensors with ``F.conv2d``; PyTorch's CPU
+    kernel for a dilated convolution (``slow_conv_dilated2d``) has no integer version, so a dilated
+    int8 convolution (e.g. a 1-D keyword spotter's ``Conv1d(dilation=2)``) cannot run on the host.
+    In float64 every int8 x int8 product and every sum of fewer than 2**37 of them is exact, so the
+    result, rounded back to the integer type, is CMSIS-NN's accumulator bit for bit.
+    """
+
+    def __init__(self, functional: Any) -> None:
+        self._functional = functional
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._functional, name)
+
+    def conv2d(self, x: Any, weight: Any, bias: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if x.dtype.is_floating_point:
+            return self._functional.conv2d(x, weight, bias, *args, **kwargs)
+        out = self._functional.conv2d(x.double(), weight.double(), None if bias is None else bias.double(),
+                                      *args, **kwargs)
+        return out.round().to(x.dtype)
+
+
+@contextlib.contextmanager
+def exact_integer_convolution() -> Iterator[None]:
+    """While active, the ``cortex_m::`` host kernels convolve integers exactly in float64 (see
+    :class:`_ExactIntegerConvolution`); run every host reference of a lowered program inside it."""
+    register_cortex_m_ops()
+    operators = importlib.import_module("executorch.backends.cortex_m.ops.operators")
+    original = getattr(operators, "F")  # noqa: B009 - the module's torch.nn.functional binding
+    setattr(operators, "F", _ExactIntegerConvolution(original))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(operators, "F", original)  # noqa: B010
+
+
+__all__ = ["exact_integer_convolution", "load_lowered_program", "register_cortex_m_ops", "save_lowered_program"]

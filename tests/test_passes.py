@@ -1,0 +1,96 @@
+"""armgen's graph passes (armgen.model.passes): the rewrite itself (float-equal, milliseconds), what it
+does to the compiled program (int8 CMSIS-NN kernels), and the firmware bit-exact on QEMU."""
+
+from __future__ import annotations
+
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+import torch
+from _programs import armgen, workspace_missing
+from torch import nn
+
+from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
+
+MODELS = Path(__file__).parent / "models"
+CONV1D_KWS = MODELS / "conv1d_kws.py"
+
+
+def _rewritten(model: nn.Module, x: torch.Tensor):
+    graph = torch.export.export(model.eval(), (x,)).module(check_guards=False)
+    result = Conv1dToConv2dPass((x,)).call(graph)
+    return result
+
+
+class _Pools1d(nn.Module):
+    """Strided/padded convolutions, 1-D pools, an add of two converted values, a mean over time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv1d(8, 16, 5, stride=2, padding=2)
+        self.b = nn.Conv1d(16, 16, 3, padding=1, groups=4)
+        self.avg = nn.AvgPool1d(3, stride=2)
+        self.max = nn.MaxPool1d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        z = torch.clamp(self.b(y), -1.0, 1.0) + y
+        return self.max(self.avg(z)).mean(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("model_x", ["conv1d_kws", "pools"])
+def test_conv1d_regions_become_2d_with_equal_float_outputs(model_x):
+    torch.manual_seed(0)
+    if model_x == "conv1d_kws":
+        ns = runpy.run_path(str(CONV1D_KWS))
+        model, x = ns["model"], ns["example_inputs"][0]
+    else:
+        model, x = _Pools1d(), torch.randn(1, 8, 64)
+    result = _rewritten(model, x)
+    assert result.modified
+    gm = result.graph_module
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.conv1d.default not in targets and torch.ops.aten.conv2d.default in targets
+    assert not any("pool1d" in str(t) for t in targets)  # the pools moved to 2-D with the convolutions
+    assert all(p.dim() != 3 for p in gm.parameters())  # the 3-D weights are gone (not carried into the program)
+    for _ in range(3):
+        x2 = torch.randn_like(x)
+        assert torch.allclose(model(x2), gm(x2), atol=1e-5), (model(x2) - gm(x2)).abs().max()
+
+
+def test_a_graph_without_conv1d_is_left_alone():
+    model = nn.Sequential(nn.Linear(8, 4), nn.ReLU()).eval()
+    graph = torch.export.export(model, (torch.randn(1, 8),)).module(check_guards=False)
+    result = Conv1dToConv2dPass((torch.randn(1, 8),)).call(graph)
+    assert not result.modified and result.graph_module is graph
+
+
+@pytest.mark.slow
+def test_conv1d_kws_compiles_to_cmsis_nn_int8(tmp_path):
+    from armgen.model.compile import compile_model
+
+    report = compile_model(str(CONV1D_KWS), "cortex-m55", out_dir=tmp_path).report
+    ops = {f"{o.name}.{o.overload}": o.library for o in report.operators}
+    assert ops.get("cortex_m::quantized_conv2d.out") == "cortex_m"
+    # no float convolution, activation or mean: what stays portable only moves int8 bytes
+    assert not any(op.startswith(("aten::convolution", "aten::relu", "aten::mean")) for op in ops), ops
+    assert not any(lib == "portable" and "quantize" in op for op, lib in ops.items())
+    assert report.pte_size < 40_000  # int8 weights (the float program was 88 KB)
+
+
+@pytest.mark.workspace
+@pytest.mark.slow
+def test_conv1d_kws_runs_bit_exact_on_qemu(tmp_path):
+    missing = workspace_missing()
+    if missing:
+        pytest.skip(f"needs an armgen workspace ({missing})")
+    made = armgen("new", "c1kws", "--model", str(CONV1D_KWS), "--board", "qemu_mps3_an547", "--out", str(tmp_path))
+    assert made.returncode == 0, made.stderr
+    res = armgen("run", str(tmp_path / "c1kws"), "--json")
+    assert res.returncode == 0, res.stderr
+    rr = json.loads(res.stdout)
+    print(f"\nconv1d kws on the M55: {rr['instructions']:,} instructions, {rr['max_lsb_diff']} LSB")
+    assert rr["passed"] and rr["max_lsb_diff"] == 0
+    assert rr["instructions"] < 10_000_000  # 87.8 M with float portable convolutions
