@@ -94,3 +94,17 @@ def test_conv1d_kws_runs_bit_exact_on_qemu(tmp_path):
     print(f"\nconv1d kws on the M55: {rr['instructions']:,} instructions, {rr['max_lsb_diff']} LSB")
     assert rr["passed"] and rr["max_lsb_diff"] == 0
     assert rr["instructions"] < 10_000_000  # 87.8 M with float portable convolutions
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpu,convs,depthwise", [("cortex-m4", 5, 4), ("cortex-m55", 4, 5)])
+def test_one_channel_depthwise_becomes_a_convolution_without_mve(cpu, convs, depthwise, tmp_path):
+    """kws's first layer (1 input channel, 64 filters): a regular convolution on the M4 (CMSIS-NN's
+    DSP depthwise path is the slow generic one), upstream's depthwise on the M55 (MVE kernel).
+    Bit-exact on QEMU: tests/test_run.py runs kws on the M4 (qemu_mps2_an386) against the reference."""
+    from armgen.model.compile import compile_model
+
+    report = compile_model("kws", cpu, out_dir=tmp_path).report
+    calls = {o.name: o.calls for o in report.operators}
+    assert calls["cortex_m::quantized_conv2d"] == convs
+    assert calls["cortex_m::quantized_depthwise_conv2d"] == depthwise

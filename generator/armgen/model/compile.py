@@ -243,6 +243,8 @@ def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
     from executorch.backends.transforms.remove_clone_ops import RemoveCloneOpsTransform
     from executorch.exir import to_edge_transform_and_lower
 
+    from armgen.model.passes.single_channel_depthwise_to_conv import SingleChannelDepthwiseToConvPass
+
     edge = to_edge_transform_and_lower(
         qep,
         transform_passes=[RemoveCloneOpsTransform()],
@@ -250,8 +252,11 @@ def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
     )
     ins, outs = _boundary_qparams(edge.exported_program())
     edge = _quantize_io(edge, ins, outs)
-    pm = CortexMPassManager(edge.exported_program(), target_config=CortexMTargetConfig.from_target_string(cpu))
-    edge._edge_programs["forward"] = pm.transform()
+    target_config = CortexMTargetConfig.from_target_string(cpu)
+    program = CortexMPassManager(edge.exported_program(), target_config=target_config).transform()
+    # armgen's pass after upstream's: one-channel depthwise convolutions as regular ones without MVE.
+    SingleChannelDepthwiseToConvPass(program, target_config.backend).call(program.graph_module)
+    edge._edge_programs["forward"] = program
     return edge, ins, outs
 
 

@@ -1,5 +1,8 @@
 """armgen's own graph passes on the ``torch.export`` ATen graph, one per file, run before
 quantization where ExecuTorch 1.5.1 lacks one (ExecuTorch's passes run first and are preferred):
 
-    conv1d_to_conv2d   1-D convolution regions as unit-height 2-D ones, so CMSIS-NN's int8 kernels take them
+    conv1d_to_conv2d                  1-D convolution regions as unit-height 2-D ones, so CMSIS-NN's
+                                      int8 kernels take them (before quantization)
+    single_channel_depthwise_to_conv  one-input-channel depthwise convolutions as regular ones on cores
+                                      without MVE (after upstream's Cortex-M passes)
 """
