@@ -29,6 +29,7 @@ class NewProject:
 
 def new_project(
     name: str, board_name: str, *, model: str | None, weights: str | None, rtos: str | None,
+    calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | None, force: bool,
     say: Say,
 ) -> NewProject:
@@ -36,6 +37,8 @@ def new_project(
 
     The cheap checks (board, name, backend, RTOS, Zephyr release, stack size, an existing directory)
     come first: nothing is compiled or written for bad input. ``say`` gets the notes and warnings.
+    ``calibration``: representative inputs for int8 calibration (see
+    :func:`armgen.model.compile.compile_model`); not used for a ready ``.pte``.
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
@@ -61,7 +64,8 @@ def new_project(
 
     board_ref = board_name if not _looks_like_path(board_name) else str(Path(board_name).expanduser().resolve())
     with tempfile.TemporaryDirectory(prefix="armgen-new-") as tmp:
-        report, pte_path, report_path, source = _program(name, model, weights, board, backend, Path(tmp), say)
+        report, pte_path, report_path, source = _program(name, model, weights, calibration, board, backend,
+                                                         Path(tmp), say)
         spec = make_spec(
             report,
             board,
@@ -112,12 +116,15 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text or text.endswith((".yaml", ".yml")) or Path(text).is_file()
 
 
-def _program(name, model, weights, board, backend, tmp: Path, say: Say):
+def _program(name, model, weights, calibration, board, backend, tmp: Path, say: Say):
     """Compile (or pick up) the program: (report, pte path, report path, source description)."""
     from armgen.model.method_allocator import with_method_allocator
     from armgen.model.program_report import ProgramReport
 
     if model is not None and model.lower().endswith(".pte"):
+        if calibration is not None:
+            raise ProjectError("--calibration does not apply to a compiled .pte (it is already quantized)",
+                               hint="pass the model source with --model to calibrate it")
         pte = Path(model).expanduser().resolve()
         report_path = pte.with_name(pte.stem + ".report.json")
         if not pte.is_file():
@@ -154,7 +161,8 @@ def _program(name, model, weights, board, backend, tmp: Path, say: Say):
     else:
         target, kwargs = board.cpu.et_target, {}
     say(f"compiling {source} for {target} ...")
-    result = compile_model(source, target, out_dir=tmp / "program", weights=weights, name=name, **kwargs)
+    result = compile_model(source, target, out_dir=tmp / "program", weights=weights, calibration=calibration,
+                           name=name, **kwargs)
     for note in result.notes:
         say(f"note: {note}")
     for warning in result.report.warnings:  # same warnings `armgen compile` prints (e.g. calibration data)

@@ -22,6 +22,9 @@ def _say(text: str) -> None:
               help="Model: .py / .py:attr / .pt2, or a compiled .pte with its .report.json beside it. "
                    "Default: the built-in sample NAME.")
 @click.option("--weights", default=None, help="Trained float .tflite for a built-in sample.")
+@click.option("--calibration", default=None, metavar="PATH",
+              help="Representative inputs for int8 calibration: a directory, .npz or .pt (as `armgen compile` "
+                   "takes them; default: the sample's generator, or the model's example inputs).")
 @click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None,
               help="Default: zephyr for boards Zephyr supports, baremetal for QEMU machines.")
 @click.option("--zephyr-release", default=None, metavar="RELEASE",
@@ -42,6 +45,7 @@ def new_cmd(
     board_name: str,
     model: str | None,
     weights: str | None,
+    calibration: str | None,
     rtos: str | None,
     zephyr_release: str | None,
     backend: str | None,
@@ -56,8 +60,8 @@ def new_cmd(
     from armgen.pipeline import new_project
 
     made = new_project(
-        name, board_name, model=model, weights=weights, rtos=rtos, zephyr_release=zephyr_release,
-        backend=backend, out_dir=out_dir, stack_size=stack_size, force=force, say=_say,
+        name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
+        zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force, say=_say,
     )
     spec, rendered, written = made.spec, made.rendered, made.written
     project, report, board = written.path, spec.report, spec.board

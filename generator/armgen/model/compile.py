@@ -58,6 +58,7 @@ import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
+from armgen.model.layer_support import check_layers
 from armgen.model.lowered_program import exact_integer_convolution, save_lowered_program
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.program_report import ProgramReport, VelaInfo
@@ -344,6 +345,8 @@ def compile_model(
 
     where = str(src.path) if src.path else src.name
     model = src.model.eval()
+    if backend == "cortex-m":
+        check_layers(model, where)  # before the long export: one line naming the layer
     run_forward(model, src.example_inputs, where)
 
     calib = _calibration_set(src, calibration, notes, warns)

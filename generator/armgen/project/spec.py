@@ -46,6 +46,9 @@ DEFAULT_HEAP_SIZE = {"cortex-m": 0, "ethos-u": 1024}
 #: Bytes held back in the data region for ``.data``/``.bss`` (runtime statics, kernel table, console).
 DATA_RESERVE = 8 * 1024
 
+#: File suffixes of the models `armgen new --model` takes (a NAME ending in one is a misplaced model).
+MODEL_SUFFIXES = (".py", ".pt2", ".pte", ".pt", ".onnx", ".tflite")
+
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _C_KEYWORDS = frozenset(
     [
@@ -254,11 +257,19 @@ def validate_name(name: str) -> str:
         str: the name unchanged.
 
     Raises:
-        ProjectError: for an empty name, path separators or ``..`` (escaping ``--out``), characters
-            outside ``[A-Za-z0-9_]``, a leading digit, a C keyword, or more than 64 characters.
+        ProjectError: for an empty name, a model file name (the hint shows ``--model``), path
+            separators or ``..`` (escaping ``--out``), characters outside ``[A-Za-z0-9_]``, a leading
+            digit, a C keyword, or more than 64 characters.
     """
     if not name:
         raise ProjectError("project name is empty")
+    if name.lower().endswith(MODEL_SUFFIXES) or ".py:" in name:
+        # `armgen new model.py --board B`: the model file was given where the project name goes.
+        stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(name.split(":")[0]).stem) or "model"
+        raise ProjectError(
+            f"'{name}' looks like a model file, not a project name",
+            hint=f"name the project and pass the model with --model: armgen new {stem} --model {name} --board BOARD",
+        )
     if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
         raise ProjectError(
             f"project name '{name}' is a path; it must name one directory inside --out",
