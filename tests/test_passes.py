@@ -108,3 +108,25 @@ def test_one_channel_depthwise_becomes_a_convolution_without_mve(cpu, convs, dep
     calls = {o.name: o.calls for o in report.operators}
     assert calls["cortex_m::quantized_conv2d"] == convs
     assert calls["cortex_m::quantized_depthwise_conv2d"] == depthwise
+
+
+@pytest.mark.slow
+def test_float_fallback_is_warned_naming_layer_op_and_share(tmp_path, monkeypatch):
+    """Without the Conv1d pass the convolutions stay float: the report's placement says where each
+    call runs, and a warning names each float layer with its share of the MACs and the fix."""
+    from torch.fx.passes.infra.pass_base import PassResult
+
+    from armgen.model.compile import compile_model
+
+    monkeypatch.setattr(Conv1dToConv2dPass, "call", lambda self, gm: PassResult(gm, False))
+    report = compile_model(str(CONV1D_KWS), "cortex-m55", out_dir=tmp_path).report
+    rows = {(r.layer, r.op): r for r in report.placement}
+    conv1 = rows[("conv1", "aten::convolution")]
+    assert conv1.library == "portable" and conv1.dtype == "float32"
+    assert conv1.macs == 64 * 99 * 40 * 3  # output elements x weights per output channel
+    assert rows[("fc", "cortex_m::quantized_linear")].macs == 12 * 64
+    warning = next(w for w in report.warnings if "layer 'conv1'" in w)
+    # conv1 760,320 of 1,928,448 MACs (conv2 64 x 95 x 64 x 3 = 1,167,360; fc 768)
+    assert "runs aten::convolution as a float portable kernel" in warning and "39.4% of the program's" in warning
+    assert "fix:" in warning
+    assert not any("squeeze_copy" in w for w in report.warnings)  # data movement is listed, not warned about

@@ -47,6 +47,28 @@ def _delegates_table(report: ProgramReport) -> Table:
     return dels
 
 
+#: What each kernel library means on the device (the placement table's "runs as" column).
+LIBRARY_MEANING = {
+    "cortex_m": "CMSIS-NN int8", "quantized": "quantized (int8)", "portable": "portable",
+    "prim": "runtime", "delegate": "NPU (Ethos-U)",
+}
+
+
+def placement_table(report: ProgramReport) -> Table:
+    """Where each call of the program runs: layer, op, kernel library, dtype, MACs and their share."""
+    total = sum(r.macs for r in report.placement) or 1
+    tab = Table(title="placement (execution order)", title_justify="left")
+    for col in ("#", "layer", "op", "runs as", "dtype", "MACs", "share"):
+        tab.add_column(col, justify="right" if col in ("#", "MACs", "share") else "left")
+    for r in report.placement:
+        runs = LIBRARY_MEANING.get(r.library, r.library)
+        if r.library == "portable" and r.dtype.startswith("float"):
+            runs = "portable FLOAT"
+        tab.add_row(str(r.index), r.layer or "-", r.op, runs, r.dtype or "-", f"{r.macs:,}" if r.macs else "-",
+                    f"{r.macs / total:.1%}" if r.macs else "-")
+    return tab
+
+
 def _print_report(report: ProgramReport) -> None:
     """Print a report as rich tables on stdout (same content as the JSON).
 
@@ -85,6 +107,8 @@ def _print_report(report: ProgramReport) -> None:
     for o in report.operators:
         ops.add_row(o.name, o.overload, o.library, str(o.calls))
     show(ops)
+    if report.placement:
+        show(placement_table(report))
 
     if report.delegates:
         show(_delegates_table(report))

@@ -79,5 +79,9 @@ def new_cmd(
     table.add_row(".pte", f"{report.pte_size:,}", spec.model_region, ".armgen_model")
     table.add_row("stack", f"{spec.stack_size:,}", spec.stack_region, ".stack")
     out_console.print(table)
+    if report.placement:
+        from armgen.cli.compile_cmd import placement_table
+
+        out_console.print(placement_table(report))
     _say(f"operators: {', '.join(spec.selected_operators) or 'none (all delegated)'}")
     _say(f"next: armgen build {project}")

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import logging
 import re
@@ -61,6 +62,7 @@ from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_f
 from armgen.model.layer_support import check_layers
 from armgen.model.lowered_program import exact_integer_convolution, save_lowered_program
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
+from armgen.model.placement import float_fallback_warnings, layers_of
 from armgen.model.program_report import ProgramReport, VelaInfo
 from armgen.model.tensors import to_memory_order, with_dim_order
 
@@ -365,11 +367,12 @@ def compile_model(
     # to_executorch() rewrites the edge program in place: keep the lowered one to run on the host for
     # the reference (Cortex-M only; a delegate cannot run on the host).
     lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
+    layers = layers_of(edge.exported_program())  # the model's layer of each kernel call, before emitting
     pte_bytes = _to_pte(edge, target, vela_text)
     vela_infos = _vela_infos(backend, target, spec, vela_text, notes)
 
     report, files = _program_report(pte_bytes, name, backend, target, cpu, in_q, out_q, vela_infos, warns,
-                                    lowered is not None)
+                                    lowered is not None, layers)
     arrays = _reference_arrays(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
 
     written = _write_outputs(Path(out_dir), name, pte_bytes, qep, lowered, arrays, report, files, vela_text, target)
@@ -384,7 +387,7 @@ def compile_model(
 
 def _program_report(
     pte_bytes: bytes, name: str, backend: str, target: str, cpu: str, in_q: list[Any], out_q: list[Any],
-    vela_infos: tuple[VelaInfo, ...], warns: list[str], has_lowered: bool,
+    vela_infos: tuple[VelaInfo, ...], warns: list[str], has_lowered: bool, layers: tuple[tuple[str, str], ...] = (),
 ) -> tuple[ProgramReport, dict[str, str]]:
     """The program report (read from the ``.pte`` with ExecuTorch's deserializer, plus what only the
     compile stage knows) and the file names of the other outputs by role.
@@ -403,10 +406,14 @@ def _program_report(
     extras = ProgramExtras(
         name=name, backend=backend, target=target, cpu=cpu,
         input_quant=tuple(in_q), output_quant=tuple(out_q), vela=vela_infos,
-        files=files, warnings=tuple(warns),
+        files=files, warnings=tuple(warns), layers=layers,
     )
     report = report_from_pte_bytes(pte_bytes, f"{name}.pte", extras, source=f"the {target} program of {name}")
     _check_io_quant(report)
+    # A quantized program that still runs float portable kernels says so, naming the layers.
+    fallback = float_fallback_warnings(report)
+    if fallback:
+        report = dataclasses.replace(report, warnings=report.warnings + tuple(fallback))
     return report, files
 
 

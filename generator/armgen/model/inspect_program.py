@@ -23,6 +23,7 @@ from typing import Any
 
 from armgen.errors import ProgramError
 from armgen.model.method_allocator import plan_method_allocator
+from armgen.model.placement import plan_placement
 from armgen.model.program_report import (
     DelegateInfo,
     KernelLibrary,
@@ -71,6 +72,7 @@ class ProgramExtras:
     vela_config: VelaInfo | None = None  # system config / memory mode to report when no summary
     files: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    layers: tuple[tuple[str, str], ...] = ()  # (op name, layer path) per kernel call, execution order
 
 
 # ---- kernel libraries ------------------------------------------------------------------------
@@ -376,6 +378,8 @@ def report_from_pte_bytes(
     if program.named_data:
         for seg_idx in {nd.segment_index for nd in program.named_data}:
             constant_size += program.segments[seg_idx].size
+    operators = _operators(plan)
+    libraries = [o.library for o in operators]
     report = ProgramReport(
         name=extras.name or Path(pte_file).stem,
         pte_file=pte_file,
@@ -387,7 +391,7 @@ def report_from_pte_bytes(
         target=target,
         cpu=extras.cpu or (target if target.startswith("cortex-m") else "unknown"),
         method=plan.name,
-        operators=_operators(plan),
+        operators=operators,
         delegates=delegates,
         planned_buffers=tuple(int(s) for s in plan.non_const_buffer_sizes[1:]),
         constant_data_size=constant_size,
@@ -396,6 +400,7 @@ def report_from_pte_bytes(
         stats=_stats(plan),
         files=dict(extras.files),
         warnings=tuple(extras.warnings),
+        placement=plan_placement(plan, libraries, extras.layers),
     )
     # The method allocator's need, replayed once here so later stages size pools from the report.
     return dataclasses.replace(report, method_allocator=plan_method_allocator(data, report.temp_allocator_size))
@@ -436,6 +441,7 @@ def inspect_pte(path: Path) -> ProgramReport:
                 vela=tuple(d.vela for d in old.delegates if d.vela is not None),
                 files=old.files,
                 warnings=old.warnings,
+                layers=tuple((r.op, r.layer) for r in old.placement if r.library != "delegate"),
             )
     return report_from_pte_bytes(data, path.name, extras, source=str(path))
 

@@ -118,6 +118,27 @@ class ProgramStats:
 
 
 @dataclass(frozen=True)
+class OpPlacement:
+    """Where one kernel or delegate call of the program runs (see :mod:`armgen.model.placement`).
+
+    Attributes:
+        index: position among the program's calls, in execution order.
+        op: operator name (``cortex_m::quantized_conv2d``) or the delegate's backend id.
+        library: ``cortex_m`` (CMSIS-NN int8), ``quantized``, ``portable``, ``prim`` or ``delegate`` (NPU).
+        dtype: the call's output dtype (``int8``, ``float32``; "" for delegates).
+        macs: multiply-accumulates of the call (convolutions, linear, matrix products; 0 otherwise).
+        layer: the model's module path the call came from (``features.0``; "" when unknown).
+    """
+
+    index: int
+    op: str
+    library: str
+    dtype: str
+    macs: int
+    layer: str
+
+
+@dataclass(frozen=True)
 class MethodAllocatorPlan:
     """The method allocator's need, replayed from the program (see :mod:`armgen.model.method_allocator`).
 
@@ -161,6 +182,7 @@ class ProgramReport:
             ``reference_kind``; Cortex-M: ``"lowered_program"`` -> ``.lowered.pt2``, the lowered
             edge program the reference outputs come from, see armgen.model.lowered_program).
         warnings: human-readable warnings raised while compiling.
+        placement: where each call runs (library, dtype, MACs, layer), in execution order.
         method_allocator: the method/temp pool need replayed from the program (None in reports
             written before it was recorded; :func:`armgen.model.method_allocator.with_method_allocator`
             adds it).
@@ -186,6 +208,7 @@ class ProgramReport:
     files: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     method_allocator: MethodAllocatorPlan | None = None
+    placement: tuple[OpPlacement, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     # ---- serialization -------------------------------------------------------------------
@@ -242,6 +265,7 @@ class ProgramReport:
             files=dict(data.get("files", {})),
             warnings=tuple(data.get("warnings", ())),
             method_allocator=MethodAllocatorPlan(**data["method_allocator"]) if data.get("method_allocator") else None,
+            placement=tuple(OpPlacement(**r) for r in data.get("placement", ())),
             schema_version=data["schema_version"],
         )
 
