@@ -93,3 +93,36 @@ def test_new_takes_calibration_data(tmp_path):
     # without it: the example inputs only, and the warning
     r = armgen("new", "mlp2", "--model", str(MODELS / "mlp.py"), "--board", "qemu_mps3_an547", "--out", str(tmp_path))
     assert r.returncode == 0 and "no --calibration data" in ANSI.sub("", r.stderr)
+
+
+def _usage_compiles(header: Path, tmp_path: Path) -> None:
+    """The usage example in armgen_model.h's comment, compiled against the header itself."""
+    import shutil
+    import subprocess
+
+    gcc = shutil.which("arm-none-eabi-gcc")
+    if gcc is None:
+        pytest.skip("arm-none-eabi-gcc not installed")
+    text = header.read_text()
+    comment = text[text.index("Usage:"):text.index("*/")]
+    code = [line.split("*", 1)[1][5:] for line in comment.splitlines()[1:] if line.startswith(" *     ")]
+    assert code, "no usage example in the header comment"
+    body = "\n".join(c.replace("{ ... armgen_model_error_where() says where ... }", "{ return 1; }") for c in code)
+    src = tmp_path / "usage.c"
+    src.write_text(f'#include "armgen_model.h"\nint use(void) {{\n{body}\n  return 0;\n}}\n')
+    r = subprocess.run([gcc, "-mcpu=cortex-m55", "-std=c11", "-Wall", "-Werror", "-fsyntax-only",
+                        "-I", str(header.parent), str(src)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + body
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["mlp", "two_inputs"])
+def test_header_usage_matches_the_generated_api(model, tmp_path):
+    r = armgen("new", "m", "--model", str(MODELS / f"{model}.py"), "--board", "qemu_mps3_an547",
+               "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    header = tmp_path / "m" / "src" / "model" / "armgen_model.h"
+    _usage_compiles(header, tmp_path)
+    text = header.read_text()
+    assert "_DIM_ORDER" not in text  # no macro the header does not define
+    assert ("armgen_model_run(" in text.split("*/")[0]) == (model == "mlp")
