@@ -42,6 +42,7 @@ EXPECTED_BOARDS = {
     "qemu_mps2_an386",
     "qemu_mps2_an500",
     "qemu_mps2_an385",
+    "qemu_netduinoplus2",
 }
 
 
@@ -95,9 +96,11 @@ def test_every_board_loads_and_is_consistent(name):
         stand_in.emulator.qemu_machine,
         stand_in.emulator.qemu_cpu,
     )
-    # QEMU boards print through semihosting, real boards through a UART
+    # QEMU boards print through semihosting (netduinoplus2: its STM32 USART, exit by semihosting),
+    # real boards through a UART
     if name.startswith("qemu_"):
-        assert b.emulator.board == name and b.baremetal.console == "semihosting"
+        assert b.emulator.board == name and b.baremetal.exit == "semihosting"
+        assert b.baremetal.console == ("uart" if name == "qemu_netduinoplus2" else "semihosting")
     else:
         assert b.emulator.board != name and b.baremetal.console == "uart"
         assert b.baremetal.uart_base is not None
@@ -499,3 +502,33 @@ def test_cmsis_nn_optimization_follows_helium():
     assert cmsis_nn_optimization(load_board("alif_e8")) == "-Ofast"
     assert cmsis_nn_optimization(load_board("qemu_mps2_an386")) == "-O2"  # Cortex-M4, DSP only
     assert cmsis_nn_optimization(load_board("stm32f4_disco")) == "-O2"
+
+
+def test_stm32_usart_consoles_come_from_board_data():
+    """Each STM32 board names its USART layout, clocks, TX pin and the reset clock the baud comes from."""
+    want = {
+        # board: (kind, base, clock, enable bits, (gpio, pin, af))
+        "stm32f4_disco": ("stm32_usart_v1", 0x40004400, 16_000_000, ((0x40023830, 0), (0x40023840, 17)),
+                          (0x40020000, 2, 7)),
+        "nucleo_f767zi": ("stm32_usart_v2", 0x40004800, 16_000_000, ((0x40023830, 3), (0x40023840, 18)),
+                          (0x40020C00, 8, 7)),
+        "nucleo_h743zi": ("stm32_usart_v2", 0x40004800, 64_000_000, ((0x580244E0, 3), (0x580244E8, 18)),
+                          (0x58020C00, 8, 7)),
+        "qemu_netduinoplus2": ("stm32_usart_v1", 0x40011000, 16_000_000, ((0x40023830, 0), (0x40023844, 4)),
+                               (0x40020000, 9, 7)),
+    }
+    for name, (kind, base, clock, enable, pin) in want.items():
+        bm = load_board(name).baremetal
+        u = bm.uart_setup
+        assert (bm.console, bm.uart_kind, bm.uart_base) == ("uart", kind, base), name
+        assert (u.clock_hz, u.baud, u.enable, (u.tx_gpio, u.tx_pin, u.tx_af)) == (clock, 115200, enable, pin), name
+        assert u.divisor == round(clock / 115200)
+    assert load_board("qemu_netduinoplus2").baremetal.exit == "semihosting"
+    assert load_board("stm32f4_disco").baremetal.exit == "loop"
+
+
+def test_stm32_uart_kind_needs_its_setup():
+    data = yaml.safe_load((BOARDS_DIR / "stm32f4_disco.yaml").read_text())
+    del data["baremetal"]["uart_setup"]
+    with pytest.raises(BoardError, match="stm32_usart_v1 needs baremetal.uart_setup"):
+        board_from_data(data, name="x", source="x.yaml")

@@ -188,20 +188,51 @@ class ZephyrTarget:
 
 
 @dataclass(frozen=True)
+class UartSetup:
+    """What a generated UART driver does before the first character (the STM32 USARTs).
+
+    Attributes:
+        clock_hz: the UART's kernel clock in Hz as armgen's start-up leaves it (the reset clock tree:
+            armgen does not program a PLL), from which the baud divisor is computed.
+        baud: bits per second. enable: clock-enable bits as ``(register address, bit)`` (RCC).
+        tx_gpio / tx_pin / tx_af: GPIO port base, pin number and alternate function of the TX pin.
+        source: where the register facts come from (reference manual, CMSIS device header).
+    """
+
+    clock_hz: int
+    baud: int
+    enable: tuple[tuple[int, int], ...]
+    tx_gpio: int
+    tx_pin: int
+    tx_af: int
+    source: str = ""
+
+    @property
+    def divisor(self) -> int:
+        """The baud-rate register value: ``clock_hz / baud`` rounded (16x oversampling, OVER8 = 0)."""
+        return (self.clock_hz + self.baud // 2) // self.baud
+
+
+@dataclass(frozen=True)
 class Baremetal:
     """Bare-metal facts.
 
     Attributes:
         console: ``"semihosting"`` (emulators) or ``"uart"``.
-        uart_kind: ``"cmsdk"``, ``"ns16550"``, ``"stm32"`` or None.
+        uart_kind: ``"cmsdk"``, ``"ns16550"``, ``"stm32_usart_v1"`` (F1/F2/F4 USART: SR, DR, BRR, CR1),
+            ``"stm32_usart_v2"`` (F0/F3/F7/H7 USART: CR1, BRR, ISR, TDR) or None.
         uart_base: UART register base, or None.
         vector_table: address the vector table must sit at (start of the code region).
+        uart_setup: clocks, pin and baud for the STM32 USART drivers (None for the others).
+        exit: ``"semihosting"`` (a semihosting exit, emulators) or ``"loop"`` (wfi forever).
     """
 
     console: Literal["semihosting", "uart"]
     uart_kind: str | None
     uart_base: int | None
     vector_table: int
+    uart_setup: UartSetup | None = None
+    exit: Literal["semihosting", "loop"] = "loop"
 
 
 @dataclass(frozen=True)
@@ -594,11 +625,18 @@ def _build(d: dict[str, Any], *, name: str, source: str, base_dir: Path) -> Boar
             raise BoardError(f"{source}: zephyr.vendor_target is set but zephyr.vendor_fork is not")
 
     bm = d["baremetal"]
+    setup = bm.get("uart_setup")
     baremetal = Baremetal(
         console=bm["console"],
         uart_kind=bm.get("uart_kind"),
         uart_base=bm.get("uart_base"),
         vector_table=bm["vector_table"],
+        uart_setup=UartSetup(
+            clock_hz=setup["clock_hz"], baud=setup["baud"], enable=tuple((int(a), int(b)) for a, b in setup["enable"]),
+            tx_gpio=setup["tx_pin"]["gpio"], tx_pin=setup["tx_pin"]["pin"], tx_af=setup["tx_pin"]["af"],
+            source=setup.get("source", ""),
+        ) if setup else None,
+        exit=bm.get("exit") or ("semihosting" if bm["console"] == "semihosting" else "loop"),
     )
     _check_baremetal(baremetal, regions_t, source)
 
@@ -744,6 +782,9 @@ def _check_regions(regions: tuple[MemoryRegion, ...], npu: Npu | None, source: s
 def _check_baremetal(bm: Baremetal, regions: tuple[MemoryRegion, ...], source: str) -> None:
     if bm.console == "uart" and (bm.uart_base is None or bm.uart_kind is None):
         raise BoardError(f"{source}: baremetal.console is 'uart' but uart_kind/uart_base are not both set")
+    if (bm.uart_kind or "").startswith("stm32") and bm.uart_setup is None:
+        raise BoardError(f"{source}: baremetal.uart_kind {bm.uart_kind} needs baremetal.uart_setup "
+                         "(clock_hz, baud, enable, tx_pin) for its driver")
     if not any("code" in r.uses and r.base <= bm.vector_table < r.base + r.size for r in regions):
         raise BoardError(
             f"{source}: baremetal.vector_table {bm.vector_table:#x} is not inside a region that holds code"

@@ -76,6 +76,7 @@ SYSTICK_HZ: dict[str, int] = {
     "mps2-an505": 20_000_000,
     "mps3-an524": 32_000_000,
     "mps3-an547": 32_000_000,
+    "netduinoplus2": 168_000_000,  # QEMU stm32f405_soc.c SYSCLK_FRQ; SysTick on the processor clock
 }
 
 #: ``-icount`` shift: 2**shift ns of virtual time per instruction. 0 makes 1 instruction = 1 ns.
