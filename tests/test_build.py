@@ -186,6 +186,16 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
     assert len(values) == report.outputs[0].nbytes // (4 if report.outputs[0].dtype == "float32" else 1)
     assert int(lines["ticks"][0]) > 0
 
+    # The product image does not read input.bin: no reader, no buffer. `armgen run`'s variant
+    # (build/run-input/, -DARMGEN_RUN_INPUT=ON) has both; the buffer holds all inputs.
+    assert "input embedded" in (run.stdout + run.stderr)
+    assert not {s for s in symbols if "input_file" in s}
+    variant = build_project(project, size=False, run_input=True)
+    assert variant.elf == project / "build" / "run-input" / "kws.elf"
+    nm = subprocess.run(["arm-none-eabi-nm", "-S", "-C", str(variant.elf)], capture_output=True, text=True).stdout
+    buffer = next(line.split() for line in nm.splitlines() if line.endswith("g_input_file"))
+    assert int(buffer[1], 16) == sum(t.nbytes for t in report.inputs)
+
     # Rebuilding after a model change recompiles only the object that embeds the .pte, then relinks.
     os.utime(project / "model" / "kws.pte")
     again = build_project(project)

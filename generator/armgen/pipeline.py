@@ -219,4 +219,5 @@ def build_baremetal_standin(
         backend=report.backend, model_source=record.model.source if record.model else "", allow_cpu_mismatch=True,
     )
     sub = write_project(render_project(spec), record.build_dir / target_board.name, force=True)
-    return build_project(sub, workspace=workspace, jobs=jobs or DEFAULT_JOBS, progress=progress, rebuild=rebuild)
+    return build_project(sub, workspace=workspace, jobs=jobs or DEFAULT_JOBS, progress=progress, rebuild=rebuild,
+                         size=False, run_input=True)

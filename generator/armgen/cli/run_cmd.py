@@ -85,7 +85,7 @@ def _qemu_elf(
 
     zephyr = record.rtos == "zephyr" and not baremetal_standin
     if emulator.board == board.name and (zephyr or (record.rtos or "baremetal") == "baremetal"):
-        result = build_stage.build_project(project, progress=progress, rebuild=rebuild, size=False)
+        result = build_stage.build_project(project, progress=progress, rebuild=rebuild, size=False, run_input=True)
     elif zephyr:
         standin = record.standin
         if not standin or not (project / standin / RECORD_FILE).is_file():
@@ -96,7 +96,8 @@ def _qemu_elf(
                 hint="run the program bare metal on the stand-in: armgen run --baremetal-standin, "
                 "or regenerate with armgen new --force",
             )
-        result = build_stage.build_project(project / standin, progress=progress, rebuild=rebuild, size=False)
+        result = build_stage.build_project(project / standin, progress=progress, rebuild=rebuild, size=False,
+                                           run_input=True)
     else:
         result = build_baremetal_standin(project, emulator.board, progress=progress, rebuild=rebuild)
     rec = result.project

@@ -42,6 +42,8 @@ DEFAULT_JOBS = 2
 Progress = Callable[[str, int, int, str], None]
 """progress(phase, done, total, detail): phase is ``configure``, ``compile``, ``link`` or ``size``."""
 
+#: Sub-directory of ``build/`` that holds ``armgen run``'s variant of the firmware (see :func:`build_project`).
+RUN_INPUT_DIR = "run-input"
 _NINJA_LINE = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
 _ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s+(?:fatal\s+)?error:\s+(?P<msg>.*)$")
 _LD_ERROR = re.compile(r"(undefined reference to .*|region `[^']+' overflowed by \d+ bytes|cannot find .*|"
@@ -174,6 +176,7 @@ def build_project(
     progress: Progress | None = None,
     size: bool = True,
     rebuild: bool = False,
+    run_input: bool = False,
 ) -> BuildResult:
     """Configure (first time) and build the project; then size the ELF against its budgets.
 
@@ -182,6 +185,10 @@ def build_project(
         jobs: parallel compile jobs. progress: callback, see :data:`Progress`.
         size: run the size stage at the end when :mod:`armgen.firmware.size` exists.
         rebuild: delete ``build/`` first (a clean build).
+        run_input: build ``armgen run``'s variant instead of the product image: in
+            ``build/run-input/`` (:data:`RUN_INPUT_DIR`), with ``-DARMGEN_RUN_INPUT=ON`` (projects on a
+            semihosting console read a new input from ``input.bin``; the product image has neither that
+            code nor its buffer, so its sizes are the product's).
 
     Returns:
         BuildResult.
@@ -193,7 +200,8 @@ def build_project(
     """
     record = load_project(project)
     if record.rtos == "zephyr":
-        return _build_zephyr(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild)
+        return _build_zephyr(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild,
+                             run_input=run_input)
     if record.rtos != "baremetal":
         raise ProjectError(f"{record.path}: unknown rtos '{record.rtos}'")
     tools = find_toolchain()
@@ -201,7 +209,7 @@ def build_project(
     warnings = check_program_compatibility(record, ws)
     progress = progress or (lambda *a: None)
 
-    build_dir, log_path = _prepare_build_dir(record, rebuild)
+    build_dir, log_path = _prepare_build_dir(record, rebuild, run_input)
     start = time.monotonic()
     with open(log_path, "w") as log:
         if not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws):
@@ -214,6 +222,7 @@ def build_project(
                 "-B", str(build_dir),
                 f"-DARMGEN_WORKSPACE={ws}",
                 f"-DPYTHON_EXECUTABLE={sys.executable}",
+                f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}",
             ]
             flatc = flatc_path()
             if flatc is not None:
@@ -230,12 +239,13 @@ def build_project(
         cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}"]
         if _run(cmd, record.root, log, counter) is None:
             raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
-    return _finish(record, ws, start, counter, log_path, warnings, progress, size)
+    return _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir)
 
 
-def _prepare_build_dir(record: ProjectRecord, rebuild: bool) -> tuple[Path, Path]:
-    """``PROJECT/build`` (emptied first for a clean build) and the path of its tool log."""
-    build_dir = record.build_dir
+def _prepare_build_dir(record: ProjectRecord, rebuild: bool, run_input: bool = False) -> tuple[Path, Path]:
+    """``PROJECT/build`` (or ``PROJECT/build/run-input`` for :data:`RUN_INPUT_DIR`'s variant), emptied
+    first for a clean build, and the path of its tool log."""
+    build_dir = record.build_dir / RUN_INPUT_DIR if run_input else record.build_dir
     if rebuild and build_dir.is_dir():
         shutil.rmtree(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -266,10 +276,10 @@ class _NinjaProgress:
 
 def _finish(
     record: ProjectRecord, ws: Path, start: float, counter: _NinjaProgress, log_path: Path,
-    warnings: tuple[str, ...], progress: Progress, size: bool,
+    warnings: tuple[str, ...], progress: Progress, size: bool, build_dir: Path,
 ) -> BuildResult:
     """The BuildResult of a finished build, sized when asked."""
-    elf, map_path = _outputs(record)
+    elf, map_path = _outputs(record, build_dir)
     if not elf.is_file():
         raise BuildError(f"the build finished but {elf} is missing", hint=f"full log: {log_path}")
     result = BuildResult(
@@ -346,6 +356,7 @@ def _build_zephyr(
     progress: Progress | None,
     size: bool,
     rebuild: bool,
+    run_input: bool = False,
 ) -> BuildResult:
     """``west build -b <target>`` of a Zephyr project in the workspace's Zephyr tree.
 
@@ -374,12 +385,12 @@ def _build_zephyr(
         )
     env = zephyr_toolchain_env()
     warnings = check_program_compatibility(record, ws_root)
-    build_dir, log_path = _prepare_build_dir(record, rebuild)
+    build_dir, log_path = _prepare_build_dir(record, rebuild, run_input)
     start = time.monotonic()
     cmd = [sys.executable, "-m", "west", "build", "-b", target, "-d", str(build_dir), "-p", "auto",
            f"-o=-j{max(1, jobs)}", str(record.root), "--",
            f"-DPython3_EXECUTABLE={sys.executable}", f"-DPYTHON_EXECUTABLE={sys.executable}",
-           *zephyr_libc_args(env)]
+           f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}", *zephyr_libc_args(env)]
     flatc = flatc_path()
     if flatc is not None:
         cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
@@ -396,14 +407,18 @@ def _build_zephyr(
             raise BuildError("west build: " + _first_build_error(log_path), hint=f"full log: {log_path}")
     if not configured:
         progress("configure", 1, 1, "done")
-    return _finish(record, ws_root, start, counter, log_path, warnings, progress, size)
+    return _finish(record, ws_root, start, counter, log_path, warnings, progress, size, build_dir)
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-def _outputs(record: ProjectRecord) -> tuple[Path, Path]:
-    """The ELF and map the record names (absolute paths; load_project checked both keys exist)."""
+def _outputs(record: ProjectRecord, build_dir: Path) -> tuple[Path, Path]:
+    """The ELF and map the record names (absolute paths; load_project checked both keys exist), in
+    ``build_dir`` (the record's paths are under ``build/``: the run variant's are under its own dir)."""
     assert record.elf_path is not None and record.map_path is not None
-    return record.elf_path, record.map_path
+    if build_dir == record.build_dir:
+        return record.elf_path, record.map_path
+    return (build_dir / record.elf_path.relative_to(record.build_dir),
+            build_dir / record.map_path.relative_to(record.build_dir))
 
 
 def _run(
