@@ -198,6 +198,17 @@ def check_sums(r: ElfSizeReport) -> None:
 # ------------------------------------------------------------------------------- exact sizes
 
 
+def fill(r, memory: str) -> int:
+    """Bytes of alignment fill the report counts in ``memory`` (flash or ram)."""
+    return sum(s.size for s in r.sections if s.role == "fill" and s.placements[0].memory == memory)
+
+
+def span(r, region: str) -> int:
+    """End of the last placement minus start of the first in ``region``."""
+    ps = [p for s in r.sections for p in s.placements if p.region == region]
+    return max(p.address + p.size for p in ps) - min(p.address for p in ps)
+
+
 def test_exact_section_sizes_and_regions(fw: tuple[Path, Path], board) -> None:
     elf, mapf = fw
     r = size_elf(elf, board, mapf)
@@ -216,8 +227,10 @@ def test_exact_section_sizes_and_regions(fw: tuple[Path, Path], board) -> None:
     assert [(p.what, p.region) for p in r.section(".bss").placements] == [("run", "RAM")]
     assert [(p.what, p.region) for p in r.section(".armgen_model").placements] == [("run", "FLASH")]
     text = r.section(".text").size
-    assert r.flash == text + 1064 + 4096 + 456 + 32
-    assert r.ram == 456 + 32 + 304 + 2048 + 1024
+    # the sections plus the alignment fill between them: the parts add up to the occupied span
+    assert fill(r, "flash") > 0 and all(s.size < 16 for s in r.sections if s.role == "fill")
+    assert r.flash == text + 1064 + 4096 + 456 + 32 + fill(r, "flash") == span(r, "FLASH")
+    assert r.ram == 456 + 32 + 304 + 2048 + 1024 + fill(r, "ram") == span(r, "RAM")
     assert r.region("FLASH").used == r.flash and r.region("RAM").used == r.ram
     assert r.region("RAM").usable == 16384
     assert r.misplaced == ()
@@ -241,8 +254,9 @@ def test_component_attribution_from_map(fw: tuple[Path, Path], board) -> None:
     assert r.component("pools").ram == 2048 and r.component("pools").flash == 0
     assert r.component("cmsis_nn").ram == 256
     assert r.component("cmsis_nn").flash == text["cmsis_nn"] + 64 + 256
+    ram_fill = {"unattributed": fill(r, "ram")} if fill(r, "ram") else {}
     assert r.region("RAM").components == tuple(
-        sorted({"app": 200 + 32 + 304, "cmsis_nn": 256, "pools": 2048, "stack_heap": 1024}.items())
+        sorted({"app": 200 + 32 + 304, "cmsis_nn": 256, "pools": 2048, "stack_heap": 1024, **ram_fill}.items())
     )
     check_sums(r)
 
@@ -253,8 +267,8 @@ def test_no_board_falls_back_to_section_classes(fw: tuple[Path, Path]) -> None:
     assert not r.regions_known and r.regions == () and r.misplaced == ()
     assert any("regions unknown" in n for n in r.notes)
     text = r.section(".text").size
-    assert r.flash == text + 1064 + 4096 + 456 + 32
-    assert r.ram == 456 + 32 + 304 + 2048 + 1024
+    assert r.flash == text + 1064 + 4096 + 456 + 32 + fill(r, "flash")
+    assert r.ram == 456 + 32 + 304 + 2048 + 1024 + fill(r, "ram")
     check_sums(r)
 
 
@@ -439,12 +453,13 @@ def test_project_missing_pieces(tmp_path: Path) -> None:
 def test_compare_gives_deltas(tmp_path: Path, fw: tuple[Path, Path], board_file: Path) -> None:
     new_elf, new_map = build_fw(tmp_path / "grown", ro_n=1000 + 24)
     board = load_board(board_file)
-    cmp = compare_reports(size_elf(fw[0], board, fw[1]), size_elf(new_elf, board, new_map))
+    old_r, new_r = size_elf(fw[0], board, fw[1]), size_elf(new_elf, board, new_map)
+    cmp = compare_reports(old_r, new_r)
     deltas = {d.name: d.delta for d in cmp.sections}
     assert deltas[".rodata"] == 24 and deltas[".data"] == 0 and deltas[".bss"] == 0
     assert {d.name: d.delta for d in cmp.components_flash}["app"] == 24
     assert {d.name: d.delta for d in cmp.components_ram}["app"] == 0
-    assert cmp.flash.delta == 24 + deltas[".text"] + deltas[".armgen_model"]
+    assert cmp.flash.delta == 24 + deltas[".text"] + deltas[".armgen_model"] + fill(new_r, "flash") - fill(old_r, "flash")
     code, out, _ = invoke("size", str(new_elf), "--board", str(board_file), "--compare", str(fw[0]), "--json")
     assert code == 0
     doc = json.loads(out)["compare"]

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 SCHEMA_VERSION = 1
 
 Memory = Literal["flash", "ram"]
-Role = Literal["code", "rodata", "model", "data", "pools", "stack"]
+Role = Literal["code", "rodata", "model", "data", "pools", "stack", "fill"]
 Attribution = Literal["map", "dwarf", "symbols"]
 
 UNATTRIBUTED = "unattributed"
@@ -552,6 +552,7 @@ class _RawSection:
     lma: int
     size: int
     nobits: bool
+    align: int = 1
 
 
 @dataclass(frozen=True)
@@ -654,6 +655,7 @@ def _elf_sections(elf: Any) -> list[_RawSection]:
                 lma=lma,
                 size=size,
                 nobits=nobits,
+                align=max(1, int(sec["sh_addralign"])),
             )
         )
     return sections
@@ -1009,6 +1011,7 @@ def size_elf(
         _size_section(sec, elf, lmap, rules, objects, attribution, where, pool_sections, misplaced)
         for sec in elf.sections
     ]
+    sections += _alignment_fill(sections, {s.name: s.align for s in elf.sections})
     pool_list = sorted(
         (
             PoolSize(s.name.removeprefix("armgen_pool_"), s.size, s.address, where.holder_of(s.address),
@@ -1151,6 +1154,37 @@ def _size_section(
         components=tuple(sorted((k, v) for k, v in comps.items() if v)),
         placements=tuple(placements),
     )
+
+
+def _alignment_fill(sections: list[SectionSize], align: Mapping[str, int]) -> list[SectionSize]:
+    """The padding the linker leaves before a section to align it, as sections of their own.
+
+    Placements of one memory class and region (the flash image and RAM separately) are walked by
+    address; a gap before a placement that is smaller than that section's alignment (``sh_addralign``)
+    is alignment fill: the bytes are taken, nothing else can use them. It is counted in the totals as
+    :data:`UNATTRIBUTED` (role ``fill``), so the parts add up to the occupied span. Larger gaps are
+    free space the linker script leaves on purpose (a region's own start, an ``ALIGN`` of a later
+    block) and are not counted.
+    """
+    groups: dict[tuple[str, str | None], list[Placement]] = {}
+    for s in sections:
+        for p in s.placements:
+            groups.setdefault((p.memory, p.region), []).append(p)
+    fill: list[SectionSize] = []
+    for placements in groups.values():
+        placements.sort(key=lambda p: (p.address, p.size))
+        end: int | None = None
+        for p in placements:
+            gap = p.address - end if end is not None else 0
+            if end is not None and 0 < gap < align.get(p.section, 1):
+                name = f"(fill before {p.section})"
+                fill.append(SectionSize(
+                    name=name, type="FILL", flags="", vma=end, lma=end, size=gap, role="fill",
+                    components=((UNATTRIBUTED, gap),),
+                    placements=(Placement(name, p.what, end, gap, p.memory, p.region),),
+                ))
+            end = p.address + p.size if end is None else max(end, p.address + p.size)
+    return fill
 
 
 def _region_uses(regions: tuple[MemoryRegion, ...], sections: list[SectionSize]) -> tuple[RegionUse, ...]:
