@@ -246,6 +246,7 @@ def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
     from executorch.backends.transforms.remove_clone_ops import RemoveCloneOpsTransform
     from executorch.exir import to_edge_transform_and_lower
 
+    from armgen.model.passes.remove_noop_pad import RemoveNoOpPadPass
     from armgen.model.passes.single_channel_depthwise_to_conv import SingleChannelDepthwiseToConvPass
 
     edge = to_edge_transform_and_lower(
@@ -257,8 +258,10 @@ def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
     edge = _quantize_io(edge, ins, outs)
     target_config = CortexMTargetConfig.from_target_string(cpu)
     program = CortexMPassManager(edge.exported_program(), target_config=target_config).transform()
-    # armgen's pass after upstream's: one-channel depthwise convolutions as regular ones without MVE.
+    # armgen's passes after upstream's: one-channel depthwise convolutions as regular ones without MVE,
+    # and no copy for a pad that pads nothing.
     SingleChannelDepthwiseToConvPass(program, target_config.backend).call(program.graph_module)
+    RemoveNoOpPadPass().call(program.graph_module)
     edge._edge_programs["forward"] = program
     return edge, ins, outs
 

@@ -5,4 +5,5 @@ quantization where ExecuTorch 1.5.1 lacks one (ExecuTorch's passes run first and
                                       int8 kernels take them (before quantization)
     single_channel_depthwise_to_conv  one-input-channel depthwise convolutions as regular ones on cores
                                       without MVE (after upstream's Cortex-M passes)
+    remove_noop_pad                   no cortex_m::pad that pads nothing (a whole-tensor copy)
 """
