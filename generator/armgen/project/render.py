@@ -31,6 +31,7 @@ import jinja2
 
 from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
+from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
 from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord
 from armgen.project.spec import ProjectSpec, reads_input_file, validate_name
@@ -425,8 +426,7 @@ def _sample_inputs(spec: ProjectSpec) -> tuple[dict[int, list[str]], str | None]
             raise ProjectError(f"cannot read reference data {spec.reference_path}: {exc}") from exc
     out: dict[int, list[str]] = {}
     for io_spec in spec.inputs:
-        np_dtype = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "int32": np.int32,
-                    "float32": np.float32, "bool": np.bool_}[io_spec.dtype]
+        np_dtype = numpy_dtype(io_spec.dtype)
         arr = arrays.get(io_spec.index)
         from_reference = arr is not None and arr.size == io_spec.numel
         if not from_reference:
@@ -437,13 +437,9 @@ def _sample_inputs(spec: ProjectSpec) -> tuple[dict[int, list[str]], str | None]
             else:
                 arr = rng.integers(-128 if io_spec.dtype == "int8" else 0, 128, size=io_spec.shape)
         arr = np.asarray(arr)
-        stored_shape = tuple(io_spec.shape[d] for d in io_spec.dim_order) \
-            if len(io_spec.dim_order) == len(io_spec.shape) else tuple(io_spec.shape)
-        if not (from_reference and arr.shape == stored_shape):
+        if not (from_reference and arr.shape == stored_shape(io_spec.shape, io_spec.dim_order)):
             # logical order (the generated pattern, or a logical-order reference): to memory order
-            arr = arr.reshape(io_spec.shape)
-            if len(io_spec.dim_order) == arr.ndim:
-                arr = np.transpose(arr, io_spec.dim_order)
+            arr = to_memory_order(arr.reshape(io_spec.shape), io_spec.dim_order)
         # the reference's input_<i> is already in memory (dim) order: its bytes as they are
         flat = np.ascontiguousarray(arr).astype(np_dtype).reshape(-1)
         if io_spec.dtype == "float32":
