@@ -40,6 +40,8 @@ _PLACEHOLDERS = (
     (str(Path.home() / ".cache" / "armgen-bench"), "$ARMGEN_BENCH_CACHE"),
     (str(Path(sys.executable).parent) + "/", ""),
     (str(Path.home() / ".local" / "share" / "armgen" / "workspace"), "$ARMGEN_WORKSPACE"),
+    (os.environ.get("ARMGEN_WORKSPACE", ""), "$ARMGEN_WORKSPACE"),
+    (os.environ.get("ARMGEN_BENCH_CACHE", ""), "$ARMGEN_BENCH_CACHE"),
     (str(Path(__file__).resolve().parent.parent) + "/", ""),
 )
 PYTHON = sys.executable
@@ -88,7 +90,11 @@ def log(msg: str) -> None:
 
 def cmdline(cmd: list[str]) -> str:
     """A command line as recorded: machine paths (the model folder, the cache, the venv) as placeholders."""
-    text = " ".join(shlex.quote(str(c)) for c in cmd)
+    return without_machine_paths(" ".join(shlex.quote(str(c)) for c in cmd))
+
+
+def without_machine_paths(text: str) -> str:
+    """``text`` with this machine's paths (model folder, cache, venv, workspace, checkout) as placeholders."""
     for prefix, placeholder in _PLACEHOLDERS:
         if prefix and prefix not in ("/", "."):
             text = text.replace(prefix, placeholder)
@@ -944,7 +950,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() else {}
 
     def save() -> None:
-        res_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        # every recorded path (commands, project folders, the workspace) without this machine's prefixes
+        res_path.write_text(without_machine_paths(json.dumps(results, indent=1, sort_keys=True)) + "\n")
 
     if a.merge:
         def deep(dst: dict[str, Any], src: dict[str, Any], depth: int) -> None:
