@@ -58,6 +58,8 @@ def new_project(
         zephyr = zephyr_placement(board, zephyr_release)  # the board must be in that release: fail before compiling
     elif zephyr_release is not None:
         raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
+    if calibration is not None and not Path(calibration).expanduser().exists():
+        raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
     dest = out_dir.expanduser().resolve() / name
     if dest.exists() and not force:
         raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
@@ -118,9 +120,6 @@ def _looks_like_path(text: str) -> bool:
 
 def _program(name, model, weights, calibration, board, backend, tmp: Path, say: Say):
     """Compile (or pick up) the program: (report, pte path, report path, source description)."""
-    from armgen.model.method_allocator import with_method_allocator
-    from armgen.model.program_report import ProgramReport
-
     if model is not None and model.lower().endswith(".pte"):
         if calibration is not None:
             raise ProjectError("--calibration does not apply to a compiled .pte (it is already quantized)",
@@ -134,12 +133,7 @@ def _program(name, model, weights, calibration, board, backend, tmp: Path, say: 
                 f"{report_path} not found next to {pte.name}",
                 hint="compile with `armgen compile` (it writes the report), or pass the model source",
             )
-        try:
-            report = ProgramReport.load(report_path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
-        # A report written before the method-allocator replay was recorded gets it now (model stage).
-        return with_method_allocator(report, pte.read_bytes()), pte, report_path, str(pte)
+        return _load_report(pte, report_path), pte, report_path, str(pte)
 
     from armgen.model.compile import compile_model
     from armgen.model.model_source import sample_names
@@ -174,6 +168,22 @@ def _program(name, model, weights, calibration, board, backend, tmp: Path, say: 
     return result.report, result.pte_path, result.report_path, desc
 
 
+def _load_report(pte: Path, report_path: Path) -> Any:
+    """The program report beside a ``.pte``, with the method-allocator replay (added by the model stage
+    for reports written before it was recorded).
+
+    Raises:
+        ProjectError: the report cannot be read or is not a program report.
+    """
+    from armgen.model.method_allocator import with_method_allocator
+    from armgen.model.program_report import ProgramReport
+
+    try:
+        return with_method_allocator(ProgramReport.load(report_path), pte.read_bytes())
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
+
+
 def _cleanup(path: Path) -> None:  # pragma: no cover - helper kept for symmetry with write_project
     shutil.rmtree(path, ignore_errors=True)
 
@@ -198,21 +208,15 @@ def build_baremetal_standin(
     """
     from armgen.boards import load_board
     from armgen.firmware.build import DEFAULT_JOBS, build_project
-    from armgen.model.method_allocator import with_method_allocator
-    from armgen.model.program_report import ProgramReport
     from armgen.project.record import load_project
     from armgen.project.render import render_project, write_project
     from armgen.project.spec import make_spec
 
     record = load_project(project)
-    pte = record.model_path("pte") or record.root / f"model/{record.name}.pte"
-    report_path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
+    pte, report_path = record.model_path("pte"), record.model_path("report")
     if not pte.is_file() or not report_path.is_file():
         raise ProjectError(f"{record.root}: the program ({pte.name}, {report_path.name}) is missing from model/")
-    try:
-        report = with_method_allocator(ProgramReport.load(report_path), pte.read_bytes())
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
+    report = _load_report(pte, report_path)
     target_board = load_board(board)
     spec = make_spec(
         report, target_board, name=str(record.name), pte_path=pte, report_path=report_path, rtos="baremetal",

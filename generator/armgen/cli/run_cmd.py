@@ -33,7 +33,7 @@ def _read_record(project: Path) -> ProjectRecord:
 
 
 def _report_path(record: ProjectRecord) -> Path:
-    path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
+    path = record.model_path("report")
     if not path.is_file():
         raise ProjectError(
             f"{path}: program report not found",

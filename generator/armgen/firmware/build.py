@@ -148,7 +148,7 @@ def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, .
     from armgen.model.program_report import ProgramReport
     from armgen.workspace import Workspace, check_file_identifier
 
-    report_path = record.model_path("report") or record.root / f"model/{record.name}.report.json"
+    report_path = record.model_path("report")
     try:
         pte_id, made_with = ProgramReport.identity(report_path)
     except (OSError, ValueError, KeyError):

@@ -129,10 +129,13 @@ class ProjectRecord:
             return str(self.root / board)
         return board
 
-    def model_path(self, key: str) -> Path | None:
-        """Absolute path of ``[model]``'s ``pte`` or ``report`` (None when absent)."""
+    def model_path(self, key: str) -> Path:
+        """Absolute path of ``[model]``'s ``pte`` or ``report``; where ``armgen new`` puts them
+        (``model/<name>.pte``, ``model/<name>.report.json``) when the record names none."""
         value = getattr(self.model, key, None) if self.model is not None else None
-        return self.root / value if value else None
+        if value:
+            return self.root / value
+        return self.root / "model" / f"{self.name}{'.pte' if key == 'pte' else '.report.json'}"
 
     def to_toml(self) -> bytes:
         """The record as ``armgen.toml`` text (UTF-8), with comments saying who reads what.
