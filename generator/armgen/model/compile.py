@@ -477,7 +477,13 @@ def _to_pte(edge: Any, target: str, vela_text: io.StringIO) -> bytes:
         with _quiet(vela_text):
             from executorch.exir import ExecutorchBackendConfig
 
-            et_program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=False))
+            from armgen.model.passes.strided_conv_width_to_channels import regroup_then_plan
+
+            config = ExecutorchBackendConfig(extract_delegate_segments=False)
+            if target.startswith("cortex-m"):
+                # armgen's rewrite of the program to emit, on its tensor specs just before memory planning
+                config.memory_planning_pass = regroup_then_plan()
+            et_program = edge.to_executorch(config=config)
             return bytes(et_program.buffer)
     except ArmgenError:
         raise
