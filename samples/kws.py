@@ -18,6 +18,27 @@ INPUT_SHAPE = (1, 1, 49, 10)
 #: MLPerf Tiny KWS label order (benchmark/training/keyword_spotting, 12 classes).
 CLASS_LABELS = ("down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes", "silence", "unknown")
 WEIGHTS_FILE = "kws_ref_model_float32.tflite"
+#: The MFCC pipeline the MLPerf Tiny KWS reference computed its training features with
+#: (mlcommons/tiny benchmark/training/keyword_spotting/get_dataset.py, prepare_processing_graph, and
+#: kws_util.py's defaults): 16 kHz, 1 s clips divided by their maximum, tf.signal.stft with a 30 ms
+#: (480-sample) periodic Hann window every 20 ms (320 samples), FFT length 512 (fft_length=None: the
+#: next power of two), magnitude spectrum, linear_to_mel_weight_matrix(40 bins, 20-4000 Hz),
+#: log(mel + 1e-6), mfccs_from_log_mel_spectrograms, first 10 coefficients: 49 x 10.
+#: `armgen new kws --frontend mfcc` generates it in C (armgen.model.frontend).
+FRONTEND = {
+    "kind": "mfcc",
+    "sample_rate": 16000,
+    "clip_samples": 16000,
+    "frame_length": 480,
+    "frame_step": 320,
+    "fft_length": 512,
+    "mel_bins": 40,
+    "lower_hz": 20.0,
+    "upper_hz": 4000.0,
+    "log_offset": 1e-6,
+    "num_mfcc": 10,
+    "source": "mlcommons/tiny benchmark/training/keyword_spotting/get_dataset.py + kws_util.py",
+}
 
 
 class DSCNN(nn.Module):

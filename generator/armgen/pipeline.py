@@ -31,14 +31,16 @@ def new_project(
     name: str, board_name: str, *, model: str | None, weights: str | None, rtos: str | None,
     calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | None, force: bool,
-    say: Say,
+    say: Say, frontend: str | None = None,
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
 
     The cheap checks (board, name, backend, RTOS, Zephyr release, stack size, an existing directory)
     come first: nothing is compiled or written for bad input. ``say`` gets the notes and warnings.
     ``calibration``: representative inputs for int8 calibration (see
-    :func:`armgen.model.compile.compile_model`); not used for a ready ``.pte``.
+    :func:`armgen.model.compile.compile_model`); not used for a ready ``.pte``. ``frontend``: an
+    audio front end kind (``"mfcc"``) generated in C from the model source's ``FRONTEND``
+    declaration (:mod:`armgen.model.frontend`).
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
@@ -58,6 +60,7 @@ def new_project(
         zephyr = zephyr_placement(board, zephyr_release)  # the board must be in that release: fail before compiling
     elif zephyr_release is not None:
         raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
+    audio = _frontend(frontend, model or name, rtos) if frontend is not None else None
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
     dest = out_dir.expanduser().resolve() / name
@@ -81,6 +84,8 @@ def new_project(
             weights=str(Path(weights).expanduser().resolve()) if weights else None,
             stack_size=stack_size,
             zephyr=zephyr,
+            frontend=audio[0] if audio else None,
+            class_labels=audio[1] if audio else (),
         )
         standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say)
         rendered = render_project(spec, standin)
@@ -112,6 +117,31 @@ def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_
         weights=str(Path(weights).expanduser().resolve()) if weights else None,
         stack_size=stack_size, zephyr=zephyr_placement(qemu, spec.zephyr_release), allow_cpu_mismatch=True,
     )
+
+
+def _frontend(kind: str, source: str, rtos: str) -> tuple[Any, tuple[str, ...]]:
+    """The front end ``source`` declares, checked before anything is compiled: (front end, class labels).
+
+    Raises:
+        ProjectError: an unknown kind, a Zephyr project, a source that declares none or another kind.
+        ModelError: the declaration is malformed (see :func:`armgen.model.frontend.frontend_from_declaration`).
+    """
+    from armgen.model.frontend import FRONTEND_KINDS, frontend_from_declaration
+    from armgen.model.model_source import declared_frontend
+
+    if kind not in FRONTEND_KINDS:
+        raise ProjectError(f"--frontend {kind!r} is not one of: {', '.join(FRONTEND_KINDS)}")
+    if rtos != "baremetal":
+        raise ProjectError("--frontend is generated for bare-metal projects only (not yet for Zephyr)",
+                           hint="add --rtos baremetal")
+    decl, labels = declared_frontend(source)
+    if decl is None:
+        raise ProjectError(f"{source} declares no front end (a module-level FRONTEND = {{'kind': '{kind}', ...}})",
+                           hint="see samples/kws.py for the MLPerf Tiny KWS declaration")
+    fe = frontend_from_declaration(decl, source)
+    if fe.kind != kind:
+        raise ProjectError(f"{source} declares a {fe.kind} front end, not {kind}")
+    return fe, labels
 
 
 def _looks_like_path(text: str) -> bool:

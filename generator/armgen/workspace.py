@@ -95,6 +95,8 @@ SPARSE_PATTERNS: dict[str, tuple[str, ...]] = {
         "/third-party/",
         "/zephyr/",
     ),
+    # The generated audio front end compiles a few CMSIS-DSP sources (armgen.project.spec.CMSIS_DSP_SOURCES).
+    "cmsis-dsp": ("/Include/", "/PrivateInclude/", "/Source/", "/LICENSE"),
 }
 
 #: Files whose absence makes a project incomplete even when its checkout is at the right commit.
@@ -115,6 +117,7 @@ REQUIRED_FILES: dict[str, tuple[str, ...]] = {
     "cmsis-nn": ("Include/arm_nnfunctions.h", "CMakeLists.txt"),
     "cmsis_6": ("CMSIS/Core/Include/cmsis_version.h",),
     "hal_ethos_u": ("CMakeLists.txt",),
+    "cmsis-dsp": ("Include/arm_math.h", "Source/TransformFunctions/arm_rfft_fast_f32.c"),
 }
 
 #: Client-side upload-pack command: a blobless (``--filter=blob:none``) fetch needs the serving

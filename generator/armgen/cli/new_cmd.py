@@ -40,6 +40,9 @@ def _say(text: str) -> None:
 @click.option("--force", is_flag=True,
               help="Replace an existing project directory: every file armgen generates is overwritten "
                    "(edits to them are lost); build/ and files armgen does not generate (your own) are kept.")
+@click.option("--frontend", type=click.Choice(["mfcc"]), default=None,
+              help="Generate the model's audio front end in C (its source's FRONTEND declaration, e.g. "
+                   "kws's MLPerf Tiny MFCC) on CMSIS-DSP: the firmware takes 16-bit PCM; bare metal.")
 def new_cmd(
     name: str,
     board_name: str,
@@ -52,6 +55,7 @@ def new_cmd(
     out_dir: Path,
     stack_size: int | None,
     force: bool,
+    frontend: str | None,
 ) -> None:
     """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
 
@@ -62,6 +66,7 @@ def new_cmd(
     made = new_project(
         name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
         zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force, say=_say,
+        frontend=frontend,
     )
     spec, rendered, written = made.spec, made.rendered, made.written
     project, report, board = written.path, spec.report, spec.board

@@ -203,8 +203,9 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
 @main.command("run")
 @click.argument("project", required=False, default=".", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--input", "input_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Input tensor(s): .npy, .npz (input_<i>) or .pt. "
-                   "Default: the sample's deterministic input.")  # fmt: skip
+              help="Input tensor(s): .npy, .npz (input_<i>) or .pt; for a project with an audio front "
+                   "end (armgen new --frontend), a WAV file (resampled to the front end's rate). "
+                   "Default: the sample's deterministic input (a synthetic clip with a front end).")  # fmt: skip
 @click.option("--emulator", type=click.Choice(["qemu"]), default="qemu", show_default=True, help="Emulator to run on.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
               help="Wall-clock seconds per QEMU run.")  # fmt: skip
@@ -251,6 +252,10 @@ def run_command(
     emu = _runnable_emulator(record, board, report)
     cpu_line = _cpu_line(report, board, emu)
 
+    if record.frontend is not None:
+        _run_audio(project, record, board, report, report_path, emu, cpu_line, input_file, timeout, rebuild,
+                   as_json)
+        return
     inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
 
     err_console.print(f"building {record.name} for QEMU {emu.qemu_machine}...", highlight=False)
@@ -278,3 +283,51 @@ def run_command(
         first = rr.errors[0] if rr.errors else None
         why = f"{first.subject}: {first.message}" if first else "no reference to compare the outputs with"
         raise ArmgenError(f"run check failed: {why}", exit_code=1)
+
+
+def _run_audio(project: Path, record: ProjectRecord, board: Any, report: Any, report_path: Path, emu: Any,
+               cpu_line: str, input_file: Path | None, timeout: float, rebuild: bool, as_json: bool) -> None:
+    """`armgen run` for a project with an audio front end: one clip (a WAV file, or a synthetic one)
+    through the firmware's front end and network; features and outputs checked (armgen.firmware.audio_run).
+
+    Raises:
+        ModelError: an unreadable audio file. RunError / ArmgenError: as for any run (exit 2 / 1).
+    """
+    from armgen.firmware.audio_run import run_audio, synthetic_clip
+    from armgen.model.frontend import frontend_from_record, read_wav
+
+    assert record.frontend is not None
+    frontend = frontend_from_record(record.frontend)
+    if input_file is not None:
+        pcm, source = read_wav(input_file, frontend.sample_rate), str(input_file)
+    else:
+        pcm, source = synthetic_clip(frontend), "synthetic clip (a chirp; pass --input word.wav)"
+    err_console.print(f"building {record.name} for QEMU {emu.qemu_machine}...", highlight=False)
+    elf, _, _ = _qemu_elf(project, record, board, emu, rebuild=rebuild, baremetal_standin=False)
+    labels = record.model.labels if record.model is not None else ()
+    rr = run_audio(elf, report, emu, frontend, pcm, report_dir=report_path.parent, labels=labels,
+                   input_source=source, timeout=timeout, log_path=elf.parent / "run" / "qemu-audio.log")
+    if as_json:
+        data = rr.to_dict()
+        data["cpu"] = cpu_line
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        say = lambda text="": out_console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
+        say(f"program {report.name} with its {frontend.kind} front end on QEMU {rr.machine}, board {board.name}")
+        say(cpu_line)
+        say(f"input: {rr.input_source} ({rr.clip_samples} samples at {frontend.sample_rate} Hz)")
+        say(f"heard: {rr.label} (score {rr.score:.3f}); the host pipeline + lowered program: {rr.host_label}")
+        say(f"features vs host pipeline: max {rr.features_max_lsb} LSB ({rr.features_off} of "
+            f"{frontend.num_frames * frontend.num_mfcc} values differ; allowed 1 LSB)")
+        for o in rr.outputs:
+            say(f"output {o.index} vs the host network on the firmware's features: "
+                f"max {o.max_lsb_diff:g} LSB" if o.max_lsb_diff is not None else f"output {o.index}: no reference")
+        fe_i, net_i = rr.frontend_instructions, rr.network_instructions
+        if fe_i is not None and net_i is not None:
+            say(f"instructions: front end {fe_i:,}, network {net_i:,} (QEMU -icount shift=0; not silicon cycles)")
+        for f in rr.findings:
+            say(f"{f.severity}: {f.subject}: {f.message}")
+        say("PASS" if rr.passed else "FAIL")
+    if not rr.passed:
+        first = next(f for f in rr.findings if f.severity == "error")
+        raise ArmgenError(f"run check failed: {first.subject}: {first.message}", exit_code=1)

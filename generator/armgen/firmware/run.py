@@ -314,6 +314,8 @@ class FirmwareLog:
         errors: error lines in print order. done: ``ARMGEN done`` was printed.
         input_source: ``"file"`` or ``"embedded"`` from an optional ``ARMGEN input <source>`` line
             (the firmware says whether it read ``input.bin``), None when not printed.
+        features / frontend_ticks: an audio front end's int8 output and SysTick ticks around it
+            (``ARMGEN features`` / ``ARMGEN frontend_ticks``), None without a front end.
         malformed: ``ARMGEN`` lines that matched no known form (reported, not fatal: the
             firmware may print more facts than this armgen knows).
     """
@@ -326,8 +328,12 @@ class FirmwareLog:
     done: bool = False
     input_source: str | None = None
     malformed: tuple[str, ...] = ()
+    features: tuple[int, ...] | None = None
+    frontend_ticks: int | None = None
 
 
+_FEATURES_RE = re.compile(r"^features\s+(-?\d+(?:,-?\d+)*)$")
+_FRONTEND_TICKS_RE = re.compile(r"^frontend_ticks\s+(\d+)$")
 _POOL_RE = re.compile(r"^pool\s+(\S+)\s+reserved=(\d+)\s+used=(\d+)$")
 _STACK_RE = re.compile(r"^stack\s+reserved=(\d+)\s+used=(\d+)$")
 _OUTPUT_RE = re.compile(r"^output\s+(\d+)(?:\s+(-?\d+(?:\s*,\s*-?\d+)*))?\s*$")
@@ -352,6 +358,8 @@ def parse_firmware_output(text: str) -> FirmwareLog:
     done = False
     input_source: str | None = None
     malformed: list[str] = []
+    features: tuple[int, ...] | None = None
+    frontend_ticks: int | None = None
     for raw in text.splitlines():
         pos = raw.find("ARMGEN ")
         if pos < 0:
@@ -374,6 +382,10 @@ def parse_firmware_output(text: str) -> FirmwareLog:
             done = True
         elif m := _INPUT_RE.match(line):
             input_source = m.group(1)
+        elif m := _FEATURES_RE.match(line):
+            features = tuple(int(v) for v in m.group(1).split(","))
+        elif m := _FRONTEND_TICKS_RE.match(line):
+            frontend_ticks = int(m.group(1))
         else:
             malformed.append(raw.strip())
     return FirmwareLog(
@@ -385,6 +397,8 @@ def parse_firmware_output(text: str) -> FirmwareLog:
         done=done,
         input_source=input_source,
         malformed=tuple(malformed),
+        features=features,
+        frontend_ticks=frontend_ticks,
     )
 
 

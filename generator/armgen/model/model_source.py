@@ -375,3 +375,29 @@ def run_forward(model: nn.Module, inputs: tuple[torch.Tensor, ...], where: str) 
             f"{[tuple(t.shape) for t in inputs]}: {type(exc).__name__}: {msg}"
         ) from exc
 
+
+
+def declared_frontend(source: str) -> tuple[Any, tuple[str, ...]]:
+    """The ``FRONTEND`` declaration and ``CLASS_LABELS`` of a model source, without building the model.
+
+    Args:
+        source: a built-in sample name, or ``file.py`` / ``file.py:attr``.
+
+    Returns:
+        (the ``FRONTEND`` value or None, the class labels or ()).
+
+    Raises:
+        ModelError: missing file or import error; a ``.pt2`` or ``.pte`` (they carry no declaration).
+    """
+    if source in sample_names():
+        module = sample_module(source)
+    elif source.endswith(".py") or ".py:" in source:
+        path = Path(source.partition(".py:")[0] + ".py") if ".py:" in source else Path(source)
+        if not path.is_file():
+            raise ModelError(f"{path}: model file not found")
+        module = _import_file(path)
+    else:
+        raise ModelError(f"{source}: a front end is declared in the model's Python source (FRONTEND = {{...}}); "
+                         "a compiled or exported program carries none")
+    labels = getattr(module, "CLASS_LABELS", ())
+    return getattr(module, "FRONTEND", None), tuple(str(x) for x in labels)

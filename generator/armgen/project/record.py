@@ -32,7 +32,7 @@ class ModelEntry:
     Attributes:
         source: ``sample:<name>``, a model path, or a ``.pte`` path. pte: the program (``model/<name>.pte``).
         sha256: the program's SHA-256 (hex). report: the program report (``model/<name>.report.json``).
-        weights: trained weights a sample was loaded with.
+        weights: trained weights a sample was loaded with. labels: the output classes' names.
     """
 
     source: str
@@ -40,6 +40,7 @@ class ModelEntry:
     sha256: str
     report: str | None = None
     weights: str | None = None
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ class ProjectRecord:
         model: ``[model]``. regions: ``[regions]`` (code, model, data, stack -> board region names).
         memory: ``[memory]`` (stack, heap, method_allocator_bound; bytes). pools: ``[[pools]]``.
         budgets: ``[budgets]`` as written (bytes or size strings; :mod:`armgen.firmware.size` parses it).
+        frontend: ``[frontend]``: the audio front end's parameters
+            (:meth:`armgen.model.frontend.MfccFrontend.as_record`), None without one.
     """
 
     root: Path
@@ -98,6 +101,7 @@ class ProjectRecord:
     memory: dict[str, int] = field(default_factory=dict)
     pools: tuple[PoolEntry, ...] = ()
     budgets: dict[str, Any] | None = None
+    frontend: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -155,7 +159,12 @@ class ProjectRecord:
         lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
         if self.model is not None:
             model = {k: getattr(self.model, k) for k in ("source", "weights", "pte", "report", "sha256")}
+            model["labels"] = list(self.model.labels) or None
             lines += ["", "[model]"] + [f"{k} = {_toml_value(v)}" for k, v in model.items() if v is not None]
+        if self.frontend is not None:
+            lines += ["", "# The audio front end src/frontend/ computes (armgen.model.frontend); `armgen run` "
+                      "checks its features against the host's."]
+            lines += ["[frontend]"] + [f"{k} = {_toml_value(v)}" for k, v in self.frontend.items()]
         lines += ["", "# Where the linker puts code, the .pte, .data/.bss and the stack (board region names)."]
         lines += ["[regions]"] + [f"{k} = {_toml_value(v)}" for k, v in self.regions.items()]
         lines += ["", "# Bytes. method_allocator_bound: see armgen.model.method_allocator."]
@@ -239,6 +248,7 @@ def _from_table(
         memory={str(k): v for k, v in _table(data, "memory", path, error).items() if isinstance(v, int)},
         pools=_pools(data.get("pools", []), path, error),
         budgets=_table(data, "budgets", path, error) if "budgets" in data else None,
+        frontend=_table(data, "frontend", path, error) if "frontend" in data else None,
     )
 
 
@@ -258,8 +268,11 @@ def _model(value: Any, path: Path, error: type[ArmgenError]) -> ModelEntry | Non
     bad = next((k for k, v in fields.items() if v is not None and not isinstance(v, str)), None)
     if bad is not None:
         raise error(f"{path}: [model] {bad!r} must be a string")
+    labels = value.get("labels", [])
+    if not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
+        raise error(f"{path}: [model] 'labels' must be a list of strings")
     return ModelEntry(source=fields["source"] or "", pte=fields["pte"] or "", sha256=fields["sha256"] or "",
-                      report=fields["report"], weights=fields["weights"])
+                      report=fields["report"], weights=fields["weights"], labels=tuple(labels))
 
 
 def _pools(value: Any, path: Path, error: type[ArmgenError]) -> tuple[PoolEntry, ...]:

@@ -347,6 +347,7 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
             pte=f"model/{spec.pte_path.name}",
             report=f"model/{spec.report_path.name}" if spec.report_path is not None else None,
             sha256=spec.report.pte_sha256,
+            labels=spec.class_labels,
         ),
         regions={"code": spec.code_region, "model": spec.model_region, "data": spec.data_region,
                  "stack": spec.stack_region},
@@ -354,6 +355,7 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
                 "method_allocator_bound": spec.method_allocator_bound},
         pools=tuple(PoolEntry(p.name, p.bytes, p.region, p.section) for p in spec.pools),
         budgets=dict(spec.budgets),
+        frontend=spec.frontend.as_record() if spec.frontend is not None else None,
     )
     return record.to_toml()
 
@@ -511,4 +513,35 @@ def _context(spec: ProjectSpec) -> dict[str, Any]:
         "vector_align": vector_align,
         "method_allocator_bound": spec.method_allocator_bound,
         "semihosting": _semihosting(spec),
+        "frontend": _frontend_context(spec),
     }
+
+
+def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:
+    """The audio front end's parameters, constants (as C literals) and the input quantization it
+    writes with; None without a front end."""
+    fe = spec.frontend
+    if fe is None:
+        return None
+    tables = fe.tables()
+    io = spec.inputs[0]
+    return {
+        "params": fe,
+        "num_frames": fe.num_frames,
+        "num_bins": fe.num_bins,
+        "window": _c_float_lines(tables["window"]),
+        "mel_start": tables["mel_start"],
+        "mel_count": tables["mel_count"],
+        "mel_weights": _c_float_lines(tables["mel_weights"]),
+        "num_mel_weights": len(tables["mel_weights"]),
+        "dct": _c_float_lines(tables["dct"]),
+        "log_offset": _c_float(fe.log_offset),
+        "scale": _c_float(io.scale),
+        "zero_point": io.zero_point,
+    }
+
+
+def _c_float_lines(values: list[float], per_line: int = 8) -> list[str]:
+    """float32 values as exact C literals (:func:`_c_float`), ``per_line`` a line."""
+    lits = [_c_float(v) for v in values]
+    return [", ".join(lits[i : i + per_line]) + "," for i in range(0, len(lits), per_line)]

@@ -23,6 +23,7 @@ options, and reads no file.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Literal, Protocol
 from armgen import __version__ as ARMGEN_VERSION
 from armgen.boards import Board, MemoryRegion, speed_rank
 from armgen.errors import ProjectError
+from armgen.model.frontend import MfccFrontend
 from armgen.model.method_allocator import POOL_ALIGNMENT, pool_sizes
 from armgen.model.program_report import ProgramReport, TensorInfo
 
@@ -193,6 +195,8 @@ class ProjectSpec:
     executorch_version: str = ""
     zephyr_release: str | None = None
     zephyr_target: str | None = None
+    frontend: MfccFrontend | None = None
+    class_labels: tuple[str, ...] = ()
 
     @property
     def target(self) -> str:
@@ -357,6 +361,7 @@ def make_spec(
     board_ref: str | None = None, rtos: Rtos | None = None, backend: Backend | None = None,
     model_source: str | None = None, weights: str | None = None, stack_size: int = DEFAULT_STACK_SIZE,
     executorch_version: str | None = None, allow_cpu_mismatch: bool = False, zephyr: ZephyrFlavour | None = None,
+    frontend: MfccFrontend | None = None, class_labels: tuple[str, ...] = (),
 ) -> ProjectSpec:
     """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
 
@@ -369,6 +374,9 @@ def make_spec(
             (only for emulator stand-ins, e.g. a Cortex-M85 program on QEMU's Cortex-M55).
         zephyr: the board in the project's Zephyr release (required when the RTOS is Zephyr; see
             :func:`armgen.project.zephyr.zephyr_placement`).
+        frontend: an audio front end generated in C in front of the model (bare metal; the program
+            must take one int8 input of ``num_frames x num_mfcc`` elements). class_labels: the
+            output classes' names (``armgen run`` prints the top one).
 
     Returns:
         ProjectSpec: frozen.
@@ -385,6 +393,8 @@ def make_spec(
     if rtos == "zephyr" and zephyr is None:
         raise ProjectError(f"a Zephyr project for board '{board.name}' needs the board's Zephyr target",
                            hint="give make_spec zephyr=armgen.project.zephyr.zephyr_placement(board, release)")
+    if frontend is not None:
+        check_frontend(frontend, report, rtos)
     uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
     mem = _plan_memory(report, board, rtos, backend, stack_size, zephyr if rtos == "zephyr" else None, uses_npu)
     report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
@@ -428,7 +438,30 @@ def make_spec(
         executorch_version=executorch_version or report.executorch_version,
         zephyr_release=mem.zephyr_release,
         zephyr_target=mem.zephyr_target,
+        frontend=frontend,
+        class_labels=tuple(class_labels),
     )
+
+
+def check_frontend(frontend: MfccFrontend, report: ProgramReport, rtos: str) -> None:
+    """Check an audio front end can feed the program.
+
+    Raises:
+        ProjectError: a Zephyr project (bare metal only for now); a program that does not take one
+            quantized int8 input of ``num_frames x num_mfcc`` elements.
+    """
+    if rtos != "baremetal":
+        raise ProjectError("--frontend is generated for bare-metal projects only (not yet for Zephyr)",
+                           hint="add --rtos baremetal")
+    want = frontend.num_frames * frontend.num_mfcc
+    ins = report.inputs
+    if len(ins) != 1 or ins[0].dtype != "int8" or ins[0].scale is None or ins[0].zero_point is None:
+        raise ProjectError(f"the {frontend.kind} front end writes one quantized int8 input; program "
+                           f"{report.name} takes {len(ins)} input(s) of {', '.join(t.dtype for t in ins)}")
+    numel = math.prod(ins[0].shape)
+    if numel != want:
+        raise ProjectError(f"the {frontend.kind} front end makes {frontend.num_frames} x {frontend.num_mfcc} = {want} "
+                           f"values; program {report.name}'s input {'x'.join(map(str, ins[0].shape))} has {numel}")
 
 
 class ZephyrFlavour(Protocol):

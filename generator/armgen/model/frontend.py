@@ -1,0 +1,235 @@
+"""Audio front ends declared with a model: the MFCC pipeline a keyword spotter was trained on.
+
+A model source declares its front end as a module attribute ``FRONTEND`` (a dict; ``samples/kws.py``
+has the MLPerf Tiny KWS one). armgen turns the declaration into:
+
+- a host reference of the pipeline in numpy (:meth:`MfccFrontend.features`), the firmware's ground
+  truth: it was checked against TensorFlow's own functions (``tf.signal.stft``,
+  ``linear_to_mel_weight_matrix``, ``mfccs_from_log_mel_spectrograms``) on speech clips, and the
+  values TensorFlow gave are a test fixture (``tests/data/mfcc_tf_fixture.npz``);
+- the constants the generated C front end embeds (:meth:`MfccFrontend.tables`: window, mel
+  weights in sparse rows, DCT matrix), computed here at generate time in float64 and stored as float32.
+
+The pipeline (what TensorFlow computes, in order): int16 PCM as float, divided by its maximum
+(``wav / tf.reduce_max(wav)``: peak, not full-scale, normalisation), zero-padded or cut to
+``clip_samples``; frames of ``frame_length`` every ``frame_step`` samples with no end padding,
+each multiplied by a periodic Hann window and zero-padded to ``fft_length``; the magnitude (not
+power) of the real FFT; a mel filter bank (HTK mel scale, triangles between ``lower_hz`` and
+``upper_hz``, DC bin zero); ``log(mel + log_offset)``; a DCT-II scaled by ``1/sqrt(2 * mel_bins)``
+(TensorFlow's unnormalised DCT-II, ``2 * sum x[n] cos(pi k (2n + 1) / 2N)``, times ``rsqrt(2N)``);
+the first ``num_mfcc`` coefficients. Sources: mlcommons/tiny
+``benchmark/training/keyword_spotting/get_dataset.py`` (``prepare_processing_graph``) and
+``kws_util.py`` (window 30 ms, stride 20 ms, 10 coefficients, 16 kHz); TensorFlow's
+``tensorflow/python/ops/signal/mel_ops.py`` and ``mfcc_ops.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from armgen.errors import ModelError
+
+#: The front-end kinds armgen generates (``armgen new --frontend``).
+FRONTEND_KINDS = ("mfcc",)
+
+
+@dataclass(frozen=True)
+class MfccFrontend:
+    """An MFCC front end's parameters (sample counts in samples, frequencies in Hz).
+
+    Attributes:
+        sample_rate: Hz of the PCM the front end takes (other rates are resampled on the host).
+        clip_samples: samples per inference (a clip is padded with zeros or cut to this).
+        frame_length / frame_step / fft_length: STFT frame, hop and FFT size in samples.
+        mel_bins / lower_hz / upper_hz: the mel filter bank.
+        log_offset: added to each mel energy before the natural log.
+        num_mfcc: DCT coefficients kept per frame.
+        source: where the parameters come from (a citation, for the generated code's comments).
+    """
+
+    sample_rate: int = 16000
+    clip_samples: int = 16000
+    frame_length: int = 480
+    frame_step: int = 320
+    fft_length: int = 512
+    mel_bins: int = 40
+    lower_hz: float = 20.0
+    upper_hz: float = 4000.0
+    log_offset: float = 1e-6
+    num_mfcc: int = 10
+    source: str = ""
+
+    kind = "mfcc"
+
+    @property
+    def num_frames(self) -> int:
+        """Frames per clip (``tf.signal.frame`` without end padding)."""
+        return 1 + (self.clip_samples - self.frame_length) // self.frame_step
+
+    @property
+    def num_bins(self) -> int:
+        """Spectrum bins of the real FFT (``fft_length / 2 + 1``)."""
+        return self.fft_length // 2 + 1
+
+    def as_record(self) -> dict[str, Any]:
+        """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``."""
+        return {"kind": self.kind, **asdict(self)}
+
+    # --- the pipeline, float64 -----------------------------------------------------------------
+
+    def window(self) -> np.ndarray:
+        """Periodic Hann window of ``frame_length`` (``tf.signal.hann_window(periodic=True)``)."""
+        n = np.arange(self.frame_length, dtype=np.float64)
+        return 0.5 - 0.5 * np.cos(2.0 * np.pi * n / self.frame_length)
+
+    def mel_matrix(self) -> np.ndarray:
+        """``num_bins x mel_bins`` weights: TensorFlow's ``linear_to_mel_weight_matrix`` (HTK mel,
+        ``1127 ln(1 + f / 700)``; the DC bin weighs 0), in float64."""
+
+        def mel(hz: np.ndarray) -> np.ndarray:
+            return 1127.0 * np.log1p(hz / 700.0)
+
+        freqs = np.linspace(0.0, self.sample_rate / 2.0, self.num_bins)[1:]
+        bins_mel = mel(freqs)[:, None]
+        edges = np.linspace(mel(np.array(self.lower_hz)), mel(np.array(self.upper_hz)), self.mel_bins + 2)
+        lower, center, upper = edges[:-2][None, :], edges[1:-1][None, :], edges[2:][None, :]
+        rising = (bins_mel - lower) / (center - lower)
+        falling = (upper - bins_mel) / (upper - center)
+        weights = np.maximum(0.0, np.minimum(rising, falling))
+        return np.vstack([np.zeros((1, self.mel_bins)), weights])
+
+    def dct_matrix(self) -> np.ndarray:
+        """``num_mfcc x mel_bins``: TensorFlow's DCT-II times ``rsqrt(2 * mel_bins)``."""
+        n = np.arange(self.mel_bins)
+        k = np.arange(self.num_mfcc)[:, None]
+        return 2.0 * np.cos(np.pi * k * (2 * n + 1) / (2.0 * self.mel_bins)) / math.sqrt(2.0 * self.mel_bins)
+
+    def normalised(self, pcm: np.ndarray) -> np.ndarray:
+        """The clip as the pipeline sees it: float64, divided by its maximum, ``clip_samples`` long.
+
+        A clip whose maximum is not positive (silence) is left unscaled: TensorFlow would divide by
+        zero there; the firmware does the same as this function.
+        """
+        x = np.asarray(pcm, dtype=np.float64).reshape(-1)[: self.clip_samples]
+        x = np.pad(x, (0, self.clip_samples - x.size))
+        peak = x.max() if x.size else 0.0
+        return x / peak if peak > 0 else x
+
+    def features(self, pcm: np.ndarray) -> np.ndarray:
+        """MFCCs of one clip of int16 PCM at ``sample_rate``: ``num_frames x num_mfcc`` float64."""
+        x = self.normalised(pcm)
+        idx = np.arange(self.frame_length)[None, :] + self.frame_step * np.arange(self.num_frames)[:, None]
+        frames = x[idx] * self.window()[None, :]
+        spectrum = np.abs(np.fft.rfft(frames, n=self.fft_length, axis=1))
+        mel = spectrum @ self.mel_matrix()
+        return np.log(mel + self.log_offset) @ self.dct_matrix().T
+
+    # --- what the generated C embeds -----------------------------------------------------------
+
+    def tables(self) -> dict[str, Any]:
+        """The C front end's constants (float32 values as Python floats).
+
+        Returns:
+            dict: ``window`` (``frame_length`` values), ``mel_start`` / ``mel_count`` (first
+            nonzero bin and count per mel bin), ``mel_weights`` (the nonzero weights, bins in order),
+            ``dct`` (``num_mfcc * mel_bins`` values, row-major).
+        """
+        mel = self.mel_matrix()
+        starts, counts, weights = [], [], []
+        for m in range(self.mel_bins):
+            nz = np.nonzero(mel[:, m])[0]
+            start = int(nz[0]) if nz.size else 0
+            count = int(nz[-1] - nz[0] + 1) if nz.size else 0
+            starts.append(start)
+            counts.append(count)
+            weights.extend(float(np.float32(w)) for w in mel[start : start + count, m])
+        return {
+            "window": [float(np.float32(w)) for w in self.window()],
+            "mel_start": starts,
+            "mel_count": counts,
+            "mel_weights": weights,
+            "dct": [float(np.float32(v)) for v in self.dct_matrix().reshape(-1)],
+        }
+
+
+def frontend_from_declaration(decl: Any, where: str) -> MfccFrontend:
+    """The front end a model source declares (its ``FRONTEND`` dict).
+
+    Raises:
+        ModelError: not a dict, an unknown kind or key, or parameters that do not make frames.
+    """
+    if not isinstance(decl, dict):
+        raise ModelError(f"{where}: FRONTEND must be a dict (kind = 'mfcc' and the pipeline's parameters)")
+    decl = dict(decl)
+    kind = decl.pop("kind", None)
+    if kind not in FRONTEND_KINDS:
+        raise ModelError(f"{where}: FRONTEND kind {kind!r} is not one of: {', '.join(FRONTEND_KINDS)}")
+    known = set(MfccFrontend.__dataclass_fields__)
+    unknown = sorted(set(decl) - known)
+    if unknown:
+        raise ModelError(f"{where}: FRONTEND has unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    try:
+        fe = MfccFrontend(**decl)
+    except TypeError as exc:
+        raise ModelError(f"{where}: FRONTEND: {exc}") from exc
+    if fe.frame_length > fe.fft_length or fe.fft_length & (fe.fft_length - 1) or fe.clip_samples < fe.frame_length:
+        raise ModelError(f"{where}: FRONTEND: frames of {fe.frame_length} need an FFT length that is a power of two "
+                         f"at least as long (got {fe.fft_length}) and a clip of at least one frame")
+    if not 0 <= fe.lower_hz < fe.upper_hz <= fe.sample_rate / 2 or not 0 < fe.num_mfcc <= fe.mel_bins:
+        raise ModelError(f"{where}: FRONTEND: the mel band and coefficient count are out of range")
+    if fe.fft_length not in (32, 64, 128, 256, 512, 1024, 2048, 4096):
+        raise ModelError(f"{where}: FRONTEND: CMSIS-DSP's arm_rfft_fast_f32 has no {fe.fft_length}-point transform")
+    return fe
+
+
+def frontend_from_record(table: dict[str, Any]) -> MfccFrontend:
+    """The front end an ``armgen.toml`` ``[frontend]`` table records.
+
+    Raises:
+        ModelError: as :func:`frontend_from_declaration`.
+    """
+    return frontend_from_declaration(dict(table), "armgen.toml [frontend]")
+
+
+def read_wav(path: Any, sample_rate: int) -> np.ndarray:
+    """A WAV file as mono int16 PCM at ``sample_rate`` Hz.
+
+    Reads integer PCM (8/16/24/32-bit) and float WAV with ``scipy.io.wavfile``; channels are averaged;
+    other rates are resampled with ``scipy.signal.resample_poly`` (polyphase, Kaiser window), as
+    espeak-ng's 22,050 Hz needs for a 16 kHz model. Floats are taken as full scale 1.0.
+
+    Raises:
+        ModelError: the file is missing, not a WAV file, or holds no samples.
+    """
+    from pathlib import Path
+
+    from scipy.io import wavfile
+    from scipy.signal import resample_poly
+
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"{p}: audio file not found")
+    try:
+        rate, data = wavfile.read(p)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ModelError(f"{p}: not a readable WAV file ({exc})") from exc
+    data = np.asarray(data)
+    if data.ndim == 2:
+        data = data.mean(axis=1)
+    if data.size == 0:
+        raise ModelError(f"{p}: the WAV file holds no samples")
+    if data.dtype.kind == "f":
+        x = data.astype(np.float64) * 32767.0
+    elif data.dtype == np.uint8:
+        x = (data.astype(np.float64) - 128.0) * 256.0
+    else:
+        bits = 8 * np.dtype(data.dtype).itemsize if data.dtype.kind in "iu" else 16
+        x = data.astype(np.float64) / (2.0 ** (bits - 16))
+    if rate != sample_rate:
+        g = math.gcd(int(rate), int(sample_rate))
+        x = resample_poly(x, sample_rate // g, int(rate) // g)
+    return np.clip(np.rint(x), -32768, 32767).astype(np.int16)
