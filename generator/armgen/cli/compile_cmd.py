@@ -164,7 +164,8 @@ def compile_cmd(
     """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
     Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
-    (default ../shared/models/mlperf_tiny beside the checkout) when the reference .tflite is there.
+    when the reference .tflite is there (armgen does not guess the folder; unset, the sample gets
+    fixed-seed weights and a warning).
     """
     from armgen.model.compile import compile_model
 

@@ -205,6 +205,7 @@ def read_wav(path: Any, sample_rate: int) -> np.ndarray:
     Raises:
         ModelError: the file is missing, not a WAV file, or holds no samples.
     """
+    import struct
     from pathlib import Path
 
     from scipy.io import wavfile
@@ -215,20 +216,19 @@ def read_wav(path: Any, sample_rate: int) -> np.ndarray:
         raise ModelError(f"{p}: audio file not found")
     try:
         rate, data = wavfile.read(p)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, struct.error) as exc:  # struct.error: a truncated header
         raise ModelError(f"{p}: not a readable WAV file ({exc})") from exc
     data = np.asarray(data)
-    if data.ndim == 2:
-        data = data.mean(axis=1)
     if data.size == 0:
         raise ModelError(f"{p}: the WAV file holds no samples")
     if data.dtype.kind == "f":
         x = data.astype(np.float64) * 32767.0
     elif data.dtype == np.uint8:
         x = (data.astype(np.float64) - 128.0) * 256.0
-    else:
-        bits = 8 * np.dtype(data.dtype).itemsize if data.dtype.kind in "iu" else 16
-        x = data.astype(np.float64) / (2.0 ** (bits - 16))
+    else:  # int16, int32 (24-bit files arrive as int32, left-aligned)
+        x = data.astype(np.float64) / (2.0 ** (8 * data.dtype.itemsize - 16))
+    if x.ndim == 2:
+        x = x.mean(axis=1)
     if rate != sample_rate:
         g = math.gcd(int(rate), int(sample_rate))
         x = resample_poly(x, sample_rate // g, int(rate) // g)

@@ -1,0 +1,153 @@
+"""kws hearing words nobody tuned it for: espeak-ng's ten command words through the MFCC front end.
+
+For each word, ``espeak-ng -w`` writes a WAV (22,050 Hz), armgen reads it (resampled to 16 kHz,
+padded to one second) and the label is taken four ways:
+
+- host float: the float kws model (trained MLPerf Tiny weights) on the numpy pipeline's features;
+- host int8: the lowered int8 program (ExecuTorch's cortex_m host kernels) on the quantized features;
+- firmware on QEMU mps3-an547 (Cortex-M55) and mps2-an386 (Cortex-M4): ``armgen new kws --frontend
+  mfcc``, the run variant, one run per clip (armgen.firmware.audio_run), with the features' largest
+  difference from the host's and the instructions of each stage.
+
+The front end's flash and RAM are the difference between the product images (``armgen build``) of
+kws with and without ``--frontend mfcc``, per section kind. Writes ``benchmarks/kws_speech.json``
+and ``benchmarks/kws_speech.md``.
+
+Usage: ``ARMGEN_MLPERF_DIR=... python benchmarks/kws_speech.py [--cache DIR]`` (needs an armgen
+workspace, espeak-ng and the trained kws weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+WORDS = ("down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes")
+BOARDS = {"an547": "qemu_mps3_an547", "an386": "qemu_mps2_an386"}
+HERE = Path(__file__).resolve().parent
+
+
+def _armgen(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "armgen", *args], check=True, capture_output=True, text=True)
+
+
+def _project(cache: Path, name: str, board: str, frontend: bool) -> Path:
+    from armgen.firmware.build import build_project
+
+    project = cache / name
+    args = ["new", name, "--model", "kws", "--board", board, "--out", str(cache), "--force"]
+    _armgen(*(args + (["--frontend", "mfcc"] if frontend else [])))
+    build_project(project)
+    return project
+
+
+def _sizes(project: Path) -> dict[str, int]:
+    from armgen.boards import load_board
+    from armgen.firmware.size import size_elf
+    from armgen.project.record import load_project
+
+    rec = load_project(project)
+    rep = size_elf(rec.elf_path, load_board(str(rec.board_spec)), rec.map_path)
+    comps = {c.name: (c.flash, c.ram) for c in rep.components}
+    return {"flash": rep.flash, "ram": rep.ram, "components": comps}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("ARMGEN_BENCH_CACHE",
+                                                                       Path.home() / ".cache" / "armgen-bench")))
+    a = ap.parse_args()
+    import torch
+
+    from armgen.boards import load_board
+    from armgen.firmware.audio_run import clip_for, host_features, run_audio, top_class
+    from armgen.firmware.build import build_project
+    from armgen.model.frontend import frontend_from_record, read_wav
+    from armgen.model.model_source import load_sample
+    from armgen.model.program_report import ProgramReport
+    from armgen.model.reference import reference_outputs
+    from armgen.project.record import load_project
+
+    cache = a.cache / "kws_speech"
+    clips_dir = cache / "clips"
+    clips_dir.mkdir(parents=True, exist_ok=True)
+    for w in WORDS:
+        subprocess.run([shutil.which("espeak-ng") or "espeak-ng", "-w", str(clips_dir / f"{w}.wav"), w], check=True)
+
+    sample = load_sample("kws")
+    if sample.warnings:
+        raise SystemExit(f"kws_speech: {sample.warnings[0]}")
+    rows: dict[str, dict[str, Any]] = {w: {} for w in WORDS}
+    sizes: dict[str, Any] = {}
+    for machine, board in BOARDS.items():
+        project = _project(cache, f"kws_fe_{machine}", board, frontend=True)
+        plain = _project(cache, f"kws_{machine}", board, frontend=False)
+        with_fe, without = _sizes(project), _sizes(plain)
+        sizes[machine] = {"with_frontend": with_fe, "without": without,
+                          "frontend": {k: with_fe[k] - without[k] for k in ("flash", "ram")}}
+        rec = load_project(project)
+        assert rec.frontend is not None and rec.model is not None
+        fe = frontend_from_record(rec.frontend)
+        labels = rec.model.labels
+        report = ProgramReport.load(rec.model_path("report"))
+        elf = build_project(project, size=False, run_input=True).elf
+        emulator = load_board(board).emulator
+        assert emulator is not None
+        for w in WORDS:
+            pcm = read_wav(clips_dir / f"{w}.wav", fe.sample_rate)
+            clip = clip_for(fe, pcm)
+            rr = run_audio(elf, report, emulator, fe, pcm, report_dir=project / "model", labels=labels,
+                           input_source=f"{w}.wav")
+            row = rows[w]
+            if "host_float" not in row:
+                x = torch.tensor(fe.features(clip), dtype=torch.float32).reshape(1, 1, fe.num_frames, fe.num_mfcc)
+                with torch.no_grad():
+                    y = sample.model(x)[0].numpy()  # type: ignore[misc]
+                row["host_float"] = labels[int(np.argmax(y))]
+                out = reference_outputs(report, project / "model", [host_features(fe, clip, report)])[0]
+                row["host_int8"] = top_class(out, report, labels)[0]
+            row[machine] = {"label": rr.label, "score": round(rr.score, 3), "features_max_lsb": rr.features_max_lsb,
+                            "outputs_max_lsb": max((o.max_lsb_diff or 0) for o in rr.outputs),
+                            "frontend_instructions": rr.frontend_instructions,
+                            "network_instructions": rr.network_instructions, "passed": rr.passed}
+            print(machine, w, row[machine], flush=True)
+
+    result = {"words": WORDS, "rows": rows, "sizes": sizes,
+              "espeak_ng": subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.strip(),
+              "command": "python benchmarks/kws_speech.py"}
+    (HERE / "kws_speech.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    lines = ["# kws hears espeak-ng words (benchmarks/kws_speech.py)", "",
+             "| word | host float | host int8 | an547 firmware | an386 firmware | features max LSB (547/386) "
+             "| front end instr. (547/386) | network instr. (547/386) |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
+    for w in WORDS:
+        r = rows[w]
+        a5, a3 = r["an547"], r["an386"]
+        lines.append(f"| {w} | {r['host_float']} | {r['host_int8']} | {a5['label']} ({a5['score']}) | "
+                     f"{a3['label']} ({a3['score']}) | {a5['features_max_lsb']} / {a3['features_max_lsb']} | "
+                     f"{a5['frontend_instructions']:,} / {a3['frontend_instructions']:,} | "
+                     f"{a5['network_instructions']:,} / {a3['network_instructions']:,} |")
+    right = {k: sum((rows[w][k] if k.startswith("host") else rows[w][k]["label"]) == w for w in WORDS)
+             for k in ("host_float", "host_int8", "an547", "an386")}
+    lines += ["", "Right: " + ", ".join(f"{k} {v}/10" for k, v in right.items()), "",
+              "| machine | product flash without / with front end | RAM without / with | front end flash | "
+              "front end RAM |", "| --- | ---: | ---: | ---: | ---: |"]
+    for m, s in sizes.items():
+        lines.append(f"| {m} | {s['without']['flash']:,} / {s['with_frontend']['flash']:,} | "
+                     f"{s['without']['ram']:,} / {s['with_frontend']['ram']:,} | {s['frontend']['flash']:,} | "
+                     f"{s['frontend']['ram']:,} |")
+    (HERE / "kws_speech.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
