@@ -38,7 +38,7 @@ from armgen.workspace import (
     workspace_status,
 )
 
-BARE_METAL = {"executorch", "flatbuffers", "flatcc", "cmsis-nn", "cmsis_6", "hal_ethos_u"}
+BARE_METAL = {"executorch", "flatbuffers", "flatcc", "cmsis-nn", "cmsis_6", "hal_ethos_u", "cmsis-dsp"}
 
 
 def _test_mirror() -> str | None:
@@ -88,6 +88,9 @@ def test_manifest_parses_with_west_and_pins_what_the_issue_says():
     assert (pins["cmsis-nn"].owner, pins["cmsis-nn"].repo) == ("ARM-software", "CMSIS-NN")
     assert pins["cmsis_6"].path == "modules/hal/cmsis_6"
     assert (pins["hal_ethos_u"].owner, pins["hal_ethos_u"].path) == ("zephyrproject-rtos", "modules/hal/ethos_u")
+    dsp = pins["cmsis-dsp"]  # the audio front end's FFT: CMSIS-DSP v1.17.1, sources and headers only
+    assert (dsp.owner, dsp.repo, dsp.revision) == ("ARM-software", "CMSIS-DSP", "4b4fa8ff218ca5ac20bad71b653a37d93815f24b")
+    assert dsp.sparse == SPARSE_PATTERNS["cmsis-dsp"]
     assert "zephyr" not in pins and "hal_stm32" not in pins  # per release: modules/zephyr/<release>.yml
     z44 = {p.name: p for p in manifest_pins("4.4")}
     assert (z44["zephyr"].revision, z44["zephyr"].groups) == ("v4.4.0", ("zephyr",))
