@@ -36,7 +36,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def _armgen(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "armgen", *args], check=True, capture_output=True, text=True)
+    exe = Path(sys.executable).with_name("armgen")  # the console script of this Python's armgen
+    r = subprocess.run([str(exe), *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"armgen {' '.join(args)} failed:\n{r.stderr}")
 
 
 def _project(cache: Path, name: str, board: str, frontend: bool) -> Path:

@@ -20,7 +20,10 @@ Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
    The boundary quantize/dequantize are then removed with ExecuTorch's ``QuantizeInputs`` /
    ``QuantizeOutputs`` so the program takes and returns int8 tensors; their scale and zero
    point are recorded in the report (the firmware quantizes its float input with them).
-4. ``to_executorch()`` with ExecuTorch's default memory planning; the ``.pte`` is read back
+4. ``to_executorch()`` with ExecuTorch's default memory planning (for Cortex-M, armgen's
+   :mod:`~armgen.model.passes.strided_conv_width_to_channels` runs on the specs just before it, and
+   :mod:`armgen.model.compact_program` shares equal constant arguments in the emitted program);
+   the ``.pte`` is read back
    (:mod:`armgen.model.inspect_program`) to fill the report, which fails when a non-delegated
    operator has no kernel in the libraries armgen links.
 
@@ -477,6 +480,7 @@ def _to_pte(edge: Any, target: str, vela_text: io.StringIO) -> bytes:
         with _quiet(vela_text):
             from executorch.exir import ExecutorchBackendConfig
 
+            from armgen.model.compact_program import compact_program
             from armgen.model.passes.strided_conv_width_to_channels import regroup_then_plan
 
             config = ExecutorchBackendConfig(extract_delegate_segments=False)
@@ -484,7 +488,11 @@ def _to_pte(edge: Any, target: str, vela_text: io.StringIO) -> bytes:
                 # armgen's rewrite of the program to emit, on its tensor specs just before memory planning
                 config.memory_planning_pass = regroup_then_plan()
             et_program = edge.to_executorch(config=config)
-            return bytes(et_program.buffer)
+            pte = bytes(et_program.buffer)
+            if target.startswith("cortex-m"):
+                # one EValue per distinct constant argument: less method-allocator RAM (armgen.model.compact_program)
+                pte = compact_program(pte)[0]
+            return pte
     except ArmgenError:
         raise
     except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers

@@ -139,7 +139,9 @@ class MfccFrontend:
             ``dct`` (``num_mfcc * mel_bins`` values, row-major).
         """
         mel = self.mel_matrix()
-        starts, counts, weights = [], [], []
+        starts: list[int] = []
+        counts: list[int] = []
+        weights: list[float] = []
         for m in range(self.mel_bins):
             nz = np.nonzero(mel[:, m])[0]
             start = int(nz[0]) if nz.size else 0

@@ -525,6 +525,7 @@ def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:
         return None
     tables = fe.tables()
     io = spec.inputs[0]
+    assert io.scale is not None and io.zero_point is not None  # checked by spec.check_frontend
     return {
         "params": fe,
         "num_frames": fe.num_frames,
