@@ -89,4 +89,8 @@ def new_cmd(
 
         out_console.print(placement_table(report))
     _say(f"operators: {', '.join(spec.selected_operators) or 'none (all delegated)'}")
+    fe = spec.frontend
+    if fe is not None:
+        _say(f"front end: {fe.kind}, {fe.clip_samples} samples at {fe.sample_rate} Hz -> {fe.num_frames} x "
+             f"{fe.num_mfcc} int8 (src/frontend/, CMSIS-DSP); try: armgen run {project} --input word.wav")
     _say(f"next: armgen build {project}")

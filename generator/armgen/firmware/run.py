@@ -312,8 +312,10 @@ class FirmwareLog:
         outputs: output index -> int values in memory order.
         ticks: SysTick ticks around ``execute()``, None when not printed.
         errors: error lines in print order. done: ``ARMGEN done`` was printed.
-        input_source: ``"file"`` or ``"embedded"`` from an optional ``ARMGEN input <source>`` line
-            (the firmware says whether it read ``input.bin``), None when not printed.
+        input_source: ``"file"`` or ``"embedded"`` (the sample input) from an optional ``ARMGEN input
+            <source>`` line of armgen run's variant (the firmware says whether it read ``input.bin``);
+            ``"pattern"`` / ``"silence"`` from a product image (a pattern written in place, or a
+            front end's empty audio buffer); None when not printed.
         features / frontend_ticks: an audio front end's int8 output and SysTick ticks around it
             (``ARMGEN features`` / ``ARMGEN frontend_ticks``), None without a front end.
         malformed: ``ARMGEN`` lines that matched no known form (reported, not fatal: the
@@ -339,7 +341,7 @@ _STACK_RE = re.compile(r"^stack\s+reserved=(\d+)\s+used=(\d+)$")
 _OUTPUT_RE = re.compile(r"^output\s+(\d+)(?:\s+(-?\d+(?:\s*,\s*-?\d+)*))?\s*$")
 _TICKS_RE = re.compile(r"^ticks\s+(\d+)$")
 _ERROR_RE = re.compile(r"^error\s+(\S+)\s*(.*)$")
-_INPUT_RE = re.compile(r"^input\s+(file|embedded)\b")
+_INPUT_RE = re.compile(r"^input\s+(file|embedded|pattern|silence)\b")
 
 
 def parse_firmware_output(text: str) -> FirmwareLog:
