@@ -21,7 +21,7 @@ Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
    ``QuantizeOutputs`` so the program takes and returns int8 tensors; their scale and zero
    point are recorded in the report (the firmware quantizes its float input with them).
 4. ``to_executorch()`` with ExecuTorch's default memory planning (for Cortex-M, armgen's
-   :mod:`~armgen.model.passes.strided_conv_width_to_channels` runs on the specs just before it, and
+   :mod:`armgen.model.passes.before_planning` rewrites the specs just before it, and
    :mod:`armgen.model.compact_program` shares equal constant arguments in the emitted program);
    the ``.pte`` is read back
    (:mod:`armgen.model.inspect_program`) to fill the report, which fails when a non-delegated
@@ -481,12 +481,12 @@ def _to_pte(edge: Any, target: str, vela_text: io.StringIO) -> bytes:
             from executorch.exir import ExecutorchBackendConfig
 
             from armgen.model.compact_program import compact_program
-            from armgen.model.passes.strided_conv_width_to_channels import regroup_then_plan
+            from armgen.model.passes.before_planning import memory_planning_pass
 
             config = ExecutorchBackendConfig(extract_delegate_segments=False)
             if target.startswith("cortex-m"):
-                # armgen's rewrite of the program to emit, on its tensor specs just before memory planning
-                config.memory_planning_pass = regroup_then_plan()
+                # armgen's rewrites of the program to emit, on its tensor specs just before memory planning
+                config.memory_planning_pass = memory_planning_pass()
             et_program = edge.to_executorch(config=config)
             pte = bytes(et_program.buffer)
             if target.startswith("cortex-m"):

@@ -7,6 +7,8 @@ quantization where ExecuTorch 1.5.1 lacks one (ExecuTorch's passes run first and
                                       without MVE (after upstream's Cortex-M passes)
     remove_noop_pad                   no cortex_m::pad that pads nothing (a whole-tensor copy)
     strided_conv_width_to_channels    a strided convolution over few channels reads f neighbouring
-                                      pixels as one (f times fewer im2col copies; on the tensor specs
-                                      of the program to emit, just before memory planning)
+                                      pixels as one (f times fewer im2col copies)
+    fold_pad_into_conv                explicit zero pads folded into the next convolution
+    before_planning                   runs the two above on the tensor specs of the program to emit,
+                                      just before ExecuTorch's memory planning
 """

@@ -22,8 +22,8 @@ pad widths only, so its output tensor can be declared as the regrouped tensor: n
 
 Neither the host implementations nor the shape functions of upstream's ``cortex_m`` ops know this
 reading of memory (``to_executorch`` re-derives every shape from them), so the rewrite is done on
-the tensor specs just before memory planning (:class:`RegroupThenPlan`), in the program that is
-emitted. The host reference comes from the lowered program before it; the firmware's bit-exact match
+the tensor specs just before memory planning (:mod:`armgen.model.passes.before_planning`), in the
+program that is emitted. The host reference comes from the lowered program before it; the firmware's bit-exact match
 with that reference is the check of the rewrite.
 """
 
@@ -38,7 +38,7 @@ import torch
 MAX_FACTOR = 4
 
 
-def regroup_strided_conv_inputs(graph_module: torch.fx.GraphModule) -> int:
+def regroup_strided_conv_inputs(graph_module: torch.fx.GraphModule) -> set[torch.fx.Node]:
     """Rewrite every eligible ``cortex_m::quantized_conv2d.out`` and its feeding ``cortex_m::pad.out``
     in an out-variant graph whose nodes carry ``TensorSpec``s (``meta["spec"]``).
 
@@ -48,19 +48,19 @@ def regroup_strided_conv_inputs(graph_module: torch.fx.GraphModule) -> int:
     :data:`MAX_FACTOR`) of at least 2.
 
     Returns:
-        int: the number of convolutions rewritten.
+        set: the convolution nodes rewritten.
     """
     conv_out = torch.ops.cortex_m.quantized_conv2d.out  # EdgeToBackendOpsPass ran: ATen-style targets
-    count = 0
+    rewritten = set()
     for node in graph_module.graph.nodes:
         if node.op == "call_function" and node.target == conv_out:
             plan = _plan(node)
             if plan is not None:
                 _rewrite(node, *plan)
-                count += 1
-    if count:
+                rewritten.add(node)
+    if rewritten:
         graph_module.recompile()
-    return count
+    return rewritten
 
 
 def _plan(node: torch.fx.Node) -> tuple[torch.fx.Node, int] | None:
@@ -118,17 +118,3 @@ def _reshape_spec(spec: Any, shape: tuple[int, ...], channels_last: bool) -> Non
     spec.shape = torch.Size(shape)
     spec.stride = tuple(stride)
     spec.dim_order = dim_order_from_stride(spec.stride)
-
-
-def regroup_then_plan() -> Any:
-    """ExecuTorch's default ``MemoryPlanningPass`` preceded by :func:`regroup_strided_conv_inputs`
-    (``ExecutorchBackendConfig(memory_planning_pass=...)``: the last point before the emitter where
-    specs can change)."""
-    from executorch.exir.passes.memory_planning_pass import MemoryPlanningPass
-
-    class RegroupThenPlan(MemoryPlanningPass):
-        def run(self, graph_module: torch.fx.GraphModule, graph_signature: Any = None) -> Any:
-            regroup_strided_conv_inputs(graph_module)
-            return super().run(graph_module, graph_signature)
-
-    return RegroupThenPlan()
