@@ -80,19 +80,25 @@ def test_conv1d_kws_compiles_to_cmsis_nn_int8(tmp_path):
     assert report.pte_size < 40_000  # int8 weights (the float program was 88 KB)
 
 
-@pytest.mark.workspace
-@pytest.mark.slow
-def test_conv1d_kws_runs_bit_exact_on_qemu(tmp_path):
+def _run_bit_exact(tmp_path, name: str, board: str, *model: str) -> dict:
+    """``armgen new`` + ``armgen run --json`` on QEMU; the run report, checked to be 0 LSB."""
     missing = workspace_missing()
     if missing:
         pytest.skip(f"needs an armgen workspace ({missing})")
-    made = armgen("new", "c1kws", "--model", str(CONV1D_KWS), "--board", "qemu_mps3_an547", "--out", str(tmp_path))
+    made = armgen("new", name, *model, "--board", board, "--out", str(tmp_path))
     assert made.returncode == 0, made.stderr
-    res = armgen("run", str(tmp_path / "c1kws"), "--json")
+    res = armgen("run", str(tmp_path / name), "--json")
     assert res.returncode == 0, res.stderr
     rr = json.loads(res.stdout)
-    print(f"\nconv1d kws on the M55: {rr['instructions']:,} instructions, {rr['max_lsb_diff']} LSB")
+    print(f"\n{name} on {board}: {rr['instructions']:,} instructions, {rr['max_lsb_diff']} LSB")
     assert rr["passed"] and rr["max_lsb_diff"] == 0
+    return rr
+
+
+@pytest.mark.workspace
+@pytest.mark.slow
+def test_conv1d_kws_runs_bit_exact_on_qemu(tmp_path):
+    rr = _run_bit_exact(tmp_path, "c1kws", "qemu_mps3_an547", "--model", str(CONV1D_KWS))
     assert rr["instructions"] < 10_000_000  # 87.8 M with float portable convolutions
 
 
@@ -180,16 +186,7 @@ def test_kws_on_the_m4_is_bit_exact_and_below_tflm(tmp_path):
     """kws on the M4 with both armgen passes on its first layer (a regular convolution, pairs of
     pixels): 0 LSB on QEMU, and fewer instructions than TFLite Micro's 7,699,760 for the same model
     on the same machine (benchmarks/results.json). Without the pixel pairing it was 7,710,320."""
-    missing = workspace_missing()
-    if missing:
-        pytest.skip(f"needs an armgen workspace ({missing})")
-    made = armgen("new", "kws", "--board", "qemu_mps2_an386", "--out", str(tmp_path))
-    assert made.returncode == 0, made.stderr
-    res = armgen("run", str(tmp_path / "kws"), "--json")
-    assert res.returncode == 0, res.stderr
-    rr = json.loads(res.stdout)
-    print(f"\nkws on the M4: {rr['instructions']:,} instructions, {rr['max_lsb_diff']} LSB")
-    assert rr["passed"] and rr["max_lsb_diff"] == 0
+    rr = _run_bit_exact(tmp_path, "kws", "qemu_mps2_an386")
     assert rr["instructions"] < 7_699_760
 
 
