@@ -33,6 +33,10 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 #: The MLPerf Tiny .tflite folder: $ARMGEN_BENCH_MODELS, else $ARMGEN_MLPERF_DIR (no default: a site fact).
 MODELS_DIR = Path(os.environ.get("ARMGEN_BENCH_MODELS") or os.environ.get("ARMGEN_MLPERF_DIR") or "")
+if str(MODELS_DIR) not in ("", "."):
+    # armgen reads the trained weights only from $ARMGEN_MLPERF_DIR (it guesses no folder): every
+    # `armgen new` below compiles the samples with them, as TFLM runs the reference models.
+    os.environ["ARMGEN_MLPERF_DIR"] = str(MODELS_DIR)
 
 #: Machine-specific prefixes shown as placeholders in the recorded commands (results.json).
 _PLACEHOLDERS = (
@@ -553,6 +557,10 @@ class Armgen:
             return None, cmdline(cmd)
         log(f"armgen new {name} on {machine}")
         _, dt = run(cmd)
+        report = parent / name / "model" / f"{name}.report.json"
+        untrained = [w for w in json.loads(report.read_text()).get("warnings", []) if "no trained weights" in w]
+        if untrained and name in TFLM_MODELS:
+            raise SystemExit(f"bench: {untrained[0]}")
         return round(dt, 1), cmdline(cmd)
 
     def build_elf(self, proj: Path, elf: Path, incremental: bool = False) -> tuple[float | None, str]:
