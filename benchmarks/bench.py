@@ -1030,7 +1030,8 @@ def main(argv: list[str] | None = None) -> int:
                 save()
     from report import write_report
 
-    write_report(results, a.out)
+    # results.md/.svg from the same machine-path-free form as results.json
+    write_report(json.loads(without_machine_paths(json.dumps(results))), a.out)
     log(f"wrote {res_path}, {a.out / 'results.md'}, {a.out / 'results.svg'}")
     return 0
 
