@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from armgen.model.compact_program import compact_program
-from armgen.model.method_allocator import method_allocator_use
+from armgen.model.method_allocator import method_allocator_breakdown, method_allocator_use
 
 MLP = Path(__file__).parent / "models" / "mlp.py"
 
@@ -54,3 +54,20 @@ def test_compaction_keeps_every_argument_and_shrinks_the_method_pool(model, tmp_
     assert saved >= 16 * (stats.values_before - stats.values_after)  # an EValue is 16 B
     again, stats2 = compact_program(compacted)
     assert again == compacted and stats2.values_before == stats2.values_after  # nothing left to share
+
+    # Constant twins (same data, same metadata) are one value; planned tensors are all kept.
+    def tensors(pte: bytes) -> tuple[list[str], int]:
+        from executorch.exir._serialize._program import deserialize_pte_binary
+
+        vals = [v.val for v in deserialize_pte_binary(pte).program.execution_plan[0].values]
+        ts = [t for t in vals if type(t).__name__ == "Tensor"]
+        return [repr(t) for t in ts if t.allocation_info is None and t.data_buffer_idx > 0], \
+            sum(t.allocation_info is not None for t in ts)
+
+    (c_before, p_before), (c_after, p_after) = tensors(emitted), tensors(compacted)
+    assert sorted(set(c_after)) == sorted(set(c_before)) and len(c_after) == len(set(c_after))
+    assert p_after == p_before
+    # The breakdown by kind is the same replay: its parts add up to the total.
+    parts = method_allocator_breakdown(compacted)
+    assert sum(parts.values()) == method_allocator_use(compacted)
+    assert parts["constant tensors"] > 0 and parts["evalues"] == 16 * stats.values_after

@@ -74,7 +74,8 @@ def test_bare_metal_project_files(kws_spec):
     assert sorted(sel["operators"]) == sorted(kws_spec.selected_operators)
     assert not sel["include_all_operators"]
     cm = files["cmake/executorch.cmake"].decode()
-    assert "generate_bindings_for_kernels" in cm and "gen_selected_max_kernel_num" in cm
+    assert "generate_bindings_for_kernels" in cm
+    assert f"MAX_KERNEL_NUM={len(set(sel['operators']))}" in cm  # one slot per registered kernel
     assert 'set(CMSIS_OPTIMIZATION_LEVEL "-Ofast" CACHE STRING' in cm  # Cortex-M55: Helium keeps CMSIS-NN's default
 
     # I/O quantization parameters are constants of the C API.
@@ -238,7 +239,21 @@ def test_stack_size_option(kws, tmp_path):
     assert r.returncode == 0, r.stderr
     project = tmp_path / "kws"
     assert tomllib.loads((project / "armgen.toml").read_text())["memory"]["stack"] == 2304
-    assert "__stack_size__ = 2304;" in (project / "linker" / "kws.ld").read_text()
+    assert "__stack_size__ = DEFINED(__armgen_stack_size__) ? __armgen_stack_size__ : 2304;" in (
+        project / "linker" / "kws.ld").read_text()
+    r = armgen("new", "kws_auto", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(tmp_path),
+               "--stack-size", "auto")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert tomllib.loads((tmp_path / "kws_auto" / "armgen.toml").read_text())["memory"]["stack"] == "auto"
+    # where armgen build could not measure the image: refused before compiling, nothing written
+    for board, pattern in (("alif_e8 --rtos baremetal", r"board 'alif_e8_he' does not run on QEMU"),
+                           ("qemu_mps3_an547 --rtos zephyr", r"--stack-size auto: bare metal only")):
+        out = tmp_path / "refused"
+        out.mkdir()
+        r = armgen("new", "kws", "--board", *board.split(), "--model", str(kws[1]), "--out", str(out),
+                   "--stack-size", "auto")  # fmt: skip
+        _assert_refused(r, out, set(), pattern)
+        out.rmdir()
     out = tmp_path / "bad"
     out.mkdir()
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(out),

@@ -10,12 +10,20 @@ The runtime only reads these values: a kernel gets its arguments as ``EValue&`` 
 box (``BoxedEvalueList::get``) rebuilds its own ``int64_t`` array from the items on every call. So
 values with equal content can be one value, provided nothing writes them. This pass, on the
 deserialized program (ExecuTorch's own ``_serialize._program``), shares ``Int``, ``Bool``,
-``Double``, ``Null`` and ``String`` values and ``IntList`` values of equal items, never one that an
-instruction may write (the last argument of a kernel call, every argument of a delegate call, a
-move's destination, a freed value) or a method input/output, then drops non-tensor values nothing
-references and renumbers every reference (instruction arguments, chain and plan inputs/outputs,
-list items). Tensors are never touched. The firmware's bit-exact match with the host reference on
-the four samples is the check.
+``Double``, ``Null`` and ``String`` values, ``IntList`` values of equal items and constant tensors
+of equal metadata and data, never one that an instruction may write (the last argument of a kernel
+call, every argument of a delegate call, a move's destination, a freed value) or a method
+input/output, then drops non-tensor values nothing references and renumbers every reference
+(instruction arguments, chain and plan inputs/outputs, list items). Planned tensors are never
+touched.
+
+Constant tensors: ExecuTorch's serializer already stores equal constant data once, so two tensors
+with the same ``data_buffer_idx``, sizes, dim order and dtype differ only in their value index, and
+each costs a 16-byte ``EValue``, a 32-byte ``TensorImpl`` and its strides in the method pool
+(``runtime/executor/tensor_parser_portable.cpp``). The Cortex-M lowering makes many such twins (per-channel
+shift tables of equal layers): 16 of kws's 84 constants, 42 of vww's 246, 12 of ic's 84. Kernels
+only read constant tensors (their data is in the ``.pte``, in flash). The firmware's bit-exact
+match with the host reference on the four samples is the check.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: Value kinds whose equal instances are shared (tensors and tensor lists never are).
+#: Scalar value kinds whose equal instances are shared (int lists and constant tensors are too; see the
+#: module docstring; planned tensors and tensor lists never are).
 _SHARED_SCALARS = ("Int", "Bool", "Double", "Null", "String")
 
 
@@ -61,6 +70,13 @@ def _kind(value: Any) -> str:
     return type(value.val).__name__
 
 
+def _is_constant_tensor(value: Any) -> bool:
+    """A tensor whose data is in the program (``data_buffer_idx`` > 0) and that no memory plan
+    places (``allocation_info`` None): a weight, bias or requantization table, read-only at run time."""
+    t = value.val
+    return _kind(value) == "Tensor" and t.allocation_info is None and t.data_buffer_idx > 0
+
+
 def _written(plan: Any) -> set[int]:
     """Indices an instruction may write, or the method hands in or out: never shared."""
     written = set(plan.inputs) | set(plan.outputs)
@@ -95,6 +111,10 @@ def _compact_plan(plan: Any) -> int:
         if _kind(v) == "IntList" and i not in written:
             key = ("IntList", tuple(remap[j] for j in v.val.items))
             remap[i] = canon.setdefault(key, i)
+        elif _is_constant_tensor(v) and i not in written:
+            # The serializer already stores equal data once (same data_buffer_idx); equal metadata
+            # as well makes the two tensors one.
+            remap[i] = canon.setdefault(("Tensor", repr(v.val)), i)
 
     # What is still referenced once repeats point at their first instance.
     used: set[int] = set(plan.inputs) | set(plan.outputs)
@@ -112,7 +132,7 @@ def _compact_plan(plan: Any) -> int:
                 if r >= 0 and r not in used:
                     used.add(r)
                     pending.append(r)
-    keep = [i for i, v in enumerate(values) if (i in used and remap[i] == i) or _kind(v) == "Tensor"]
+    keep = [i for i, v in enumerate(values) if remap[i] == i and (i in used or _kind(v) == "Tensor")]
     new_index = {old: new for new, old in enumerate(keep)}
 
     def index(old: int) -> int:

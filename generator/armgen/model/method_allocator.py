@@ -98,66 +98,87 @@ def method_allocator_use(pte: bytes, temp_allocator_size: int = 0) -> int:
     Raises:
         ProgramError: the bytes are not an ExecuTorch program.
     """
+    return sum(method_allocator_breakdown(pte, temp_allocator_size).values())
+
+
+def method_allocator_breakdown(pte: bytes, temp_allocator_size: int = 0) -> dict[str, int]:
+    """:func:`method_allocator_use` by allocation kind, in bytes (alignment padding counted with
+    the allocation it precedes).
+
+    Kinds: ``evalues`` (one 16-byte ``EValue`` per value), ``input flags``, ``int lists``,
+    ``other lists`` (bool/double lists, strings, tensor lists), ``constant tensors`` and ``planned
+    tensors`` (``TensorImpl`` and strides; sizes and dim order of dynamic shapes), ``delegates``,
+    ``chains``, ``instructions`` (``OpFunction`` and ``InstructionArgs`` per instruction, the
+    argument pointer arrays) and ``operator lookup`` (kernel-call ``TensorMeta`` scratch left in the
+    method pool). Kinds with no bytes are left out.
+
+    Raises:
+        ProgramError: the bytes are not an ExecuTorch program.
+    """
     plan = _execution_plan(pte)
     values = plan.values
     cur = 0
+    by_kind: dict[str, int] = {}
 
-    def alloc(size: int, align: int) -> None:
+    def alloc(size: int, align: int, what: str) -> None:
         nonlocal cur
+        start = cur
         cur = _round_up(cur, align) + size
+        by_kind[what] = by_kind.get(what, 0) + cur - start
 
-    alloc(EVALUE_BYTES * len(values), 8)
+    alloc(EVALUE_BYTES * len(values), 8, "evalues")
     if plan.inputs:
-        alloc(len(plan.inputs), 1)
+        alloc(len(plan.inputs), 1, "input flags")
     for v in values:
         kind = type(v.val).__name__
         x = v.val
         if kind == "IntList":
             n = len(x.items)
-            alloc(4 * n, 4)
-            alloc(8 * n, 8)
-            alloc(BOXED_LIST_BYTES, 4)
+            alloc(4 * n, 4, "int lists")
+            alloc(8 * n, 8, "int lists")
+            alloc(BOXED_LIST_BYTES, 4, "int lists")
         elif kind in ("BoolList", "DoubleList", "String"):
-            alloc(ARRAY_REF_BYTES, 4)
+            alloc(ARRAY_REF_BYTES, 4, "other lists")
         elif kind == "Tensor":
+            what = "planned tensors" if x.allocation_info is not None else "constant tensors"
             dim = len(x.sizes)
             if int(x.shape_dynamism) != 0:
-                alloc(4 * dim, 4)
-                alloc(dim, 1)
-            alloc(4 * dim, 4)
-            alloc(TENSOR_IMPL_BYTES, 4)
+                alloc(4 * dim, 4, what)
+                alloc(dim, 1, what)
+            alloc(4 * dim, 4, what)
+            alloc(TENSOR_IMPL_BYTES, 4, what)
         elif kind == "TensorList":
             n = len(x.items)
-            alloc(4 * n, 4)
-            alloc(4 * n, 4)
-            alloc(BOXED_LIST_BYTES, 4)
+            alloc(4 * n, 4, "other lists")
+            alloc(4 * n, 4, "other lists")
+            alloc(BOXED_LIST_BYTES, 4, "other lists")
         elif kind == "OptionalTensorList":
             n = len(x.items)
-            alloc(4 * n, 4)
-            alloc(8 * n, 4)
-            alloc(BOXED_LIST_BYTES, 4)
-    alloc(BACKEND_DELEGATE_BYTES * len(plan.delegates), 8)
+            alloc(4 * n, 4, "other lists")
+            alloc(8 * n, 4, "other lists")
+            alloc(BOXED_LIST_BYTES, 4, "other lists")
+    alloc(BACKEND_DELEGATE_BYTES * len(plan.delegates), 8, "delegates")
     for d in plan.delegates:
-        alloc(COMPILE_SPEC_BYTES * len(d.compile_specs), 4)
-    alloc(CHAIN_BYTES * len(plan.chains), 4)
+        alloc(COMPILE_SPEC_BYTES * len(d.compile_specs), 4, "delegates")
+    alloc(CHAIN_BYTES * len(plan.chains), 4, "chains")
     for chain in plan.chains:
         n = len(chain.instructions)
-        alloc(4 * n, 4)
-        alloc(INSTRUCTION_ARGS_BYTES * n, 4)
+        alloc(4 * n, 4, "instructions")
+        alloc(INSTRUCTION_ARGS_BYTES * n, 4, "instructions")
         for ins in chain.instructions:
             args = ins.instr_args
             kind = type(args).__name__
             if kind in ("KernelCall", "DelegateCall"):
-                alloc(4 * len(args.args), 4)
+                alloc(4 * len(args.args), 4, "instructions")
             if kind == "KernelCall":
                 n_args = len(args.args)
                 if temp_allocator_size >= (TENSOR_META_BYTES + TENSOR_DIMENSION_LIMIT) * n_args:
                     continue  # lookup scratch comes from the temp allocator and is released
-                alloc(TENSOR_META_BYTES * n_args, 4)
+                alloc(TENSOR_META_BYTES * n_args, 4, "operator lookup")
                 for i in args.args:
                     if type(values[i].val).__name__ == "Tensor":
-                        alloc(len(values[i].val.sizes), 1)
-    return cur
+                        alloc(len(values[i].val.sizes), 1, "operator lookup")
+    return {k: v for k, v in by_kind.items() if v}
 
 
 def operator_lookup_scratch(pte: bytes) -> int:

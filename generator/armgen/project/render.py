@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
 from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
@@ -319,6 +320,28 @@ def selected_operators_yaml(spec: ProjectSpec) -> bytes:
     return (header + body).encode()
 
 
+def kernel_table_slots(selected_operators: bytes) -> int:
+    """Slots of ExecuTorch's kernel table (``MAX_KERNEL_NUM``) for the kernels this build registers.
+
+    Follows upstream's rule (``codegen/tools/gen_max_kernel_num.py``, ExecuTorch 1.5: one slot per
+    kernel key in ``et_kernel_metadata``, one per operator listed without) but does not add all 28
+    prim ops of ``register_prim_ops.cpp`` as upstream does: armgen builds the prim ops selectively
+    (``gen_selected_prim_ops_lib``), so only those the YAML lists register, and they are counted
+    already. Upstream's extra slots cost 12 B each of ``.bss`` (336 B).
+
+    Args:
+        selected_operators: the YAML of :func:`selected_operators_yaml`.
+
+    Returns:
+        int: slots, at least 1 (a zero-length array is not standard C++).
+    """
+    data = yaml.safe_load(selected_operators) or {}
+    metadata = data.get("et_kernel_metadata") or {}
+    count = sum(len(v) if isinstance(v, list) and v else 1 for v in metadata.values())
+    count += sum(1 for op in (data.get("operators") or {}) if op not in metadata)
+    return max(1, count)
+
+
 def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> bytes:
     """``armgen.toml``: the project record later commands (build, size, run) read.
 
@@ -351,7 +374,7 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
         ),
         regions={"code": spec.code_region, "model": spec.model_region, "data": spec.data_region,
                  "stack": spec.stack_region},
-        memory={"stack": spec.stack_size, "heap": spec.heap_size,
+        memory={"stack": "auto" if spec.stack_auto else spec.stack_size, "heap": spec.heap_size,
                 "method_allocator_bound": spec.method_allocator_bound},
         pools=tuple(PoolEntry(p.name, p.bytes, p.region, p.section) for p in spec.pools),
         budgets=dict(spec.budgets),
@@ -503,6 +526,7 @@ def _context(spec: ProjectSpec) -> dict[str, Any]:
         "cortex_m_sources": spec.cortex_m_sources,
         "cmsis_nn_optimization": spec.cmsis_nn_optimization,
         "selected_operators": spec.selected_operators,
+        "kernel_table_slots": kernel_table_slots(selected_operators_yaml(spec)),
         "error_codes": ERROR_CODES,
         "cpu_flags": _cpu_flags(spec),
         "sample_inputs": sample_inputs,
