@@ -75,14 +75,7 @@ TFLM_OPS = {
 }
 
 TFLM_PROBE_ARENA = {"an547": 384 * 1024, "an386": 1024 * 1024}
-TFLM_STACK = 8 * 1024  # same main-stack reservation as armgen's default (armgen.project.spec.DEFAULT_STACK_SIZE)
-#: Headroom over the measured stack high-water mark for the sized-stack comparison (x 1.25, then 256 B steps).
-STACK_HEADROOM = 1.25
-
-
-def sized_stack_bytes(high_water: int) -> int:
-    """Stack bytes for a measured high-water mark: x STACK_HEADROOM, rounded up to 256 B."""
-    return -(-int(high_water * STACK_HEADROOM) // 256) * 256
+TFLM_STACK = 8 * 1024  # the stack TFLM's probe runs reserve; the measured runs use armgen's rule (armgen.firmware.stack)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +295,8 @@ class Tflm:
             p.write_text(text)
         return p
 
-    def configure(self, machine: str, samples: list[str], arenas: dict[str, int]) -> tuple[Path, list[str]]:
+    def configure(self, machine: str, samples: list[str], arenas: dict[str, int],
+                  stacks: dict[str, int] | None = None) -> tuple[Path, list[str]]:
         bdir = self.cache / machine
         bdir.mkdir(parents=True, exist_ok=True)
         defs = {k: str(v) for k, v in self.roots.items()}
@@ -322,6 +316,7 @@ class Tflm:
             defs[f"TFLM_{S}_PATH"] = str(path)
             defs[f"TFLM_{S}_OPS_INC"] = str(self._ops_inc(bdir, s, ops))
             defs[f"TFLM_{S}_ARENA"] = str(arenas[s])
+            defs[f"TFLM_{S}_STACK"] = str((stacks or {}).get(s, TFLM_STACK))
         defs["TFLM_KERNELS"] = ";".join(sorted(stems))
         cmd = ["cmake", "-G", "Ninja", "-S", str(HERE / "tflm"), "-B", str(bdir)] + [f"-D{k}={v}" for k, v in defs.items()]
         run(cmd)
@@ -393,8 +388,22 @@ class Tflm:
                 arenas[s] = cand
                 log(f"TFLM {m} {s}: arena_used_bytes {used[s]}, smallest arena that works {cand} ({len(tries)} tries)")
                 out.setdefault(m, {})[s] = {"arena_search": tries}
-            # final build with every smallest arena; clean rebuild timing done above (probe build)
-            cfg_cmd = self.configure(m, samples, arenas)[1]
+            # the stack by armgen's own rule (armgen.firmware.stack, what `--stack-size auto` does):
+            # high-water mark of the run with the smallest arena and the 8 KiB stack, x 1.25, 8-byte steps
+            from armgen.firmware.stack import sized_stack_bytes
+
+            self.configure(m, samples, arenas)
+            self.build(bdir, targets)
+            stacks: dict[str, int] = {}
+            for s in samples:
+                r, fw = self.run_elf(bdir / f"tflm_{s}.elf", m)
+                if not fw.done or fw.stack is None:
+                    raise SystemExit(f"bench: TFLM stack run of {s} on {m} failed:\n{r.console[-2000:]}")
+                stacks[s] = sized_stack_bytes(fw.stack.used)
+                out[m][s]["stack_measured_with"] = {"reserved": fw.stack.reserved, "used": fw.stack.used}
+                log(f"TFLM {m} {s}: stack high-water {fw.stack.used} B with {fw.stack.reserved} B -> {stacks[s]} B")
+            # final build with every smallest arena and sized stack; clean rebuild timing done above (probe build)
+            cfg_cmd = self.configure(m, samples, arenas, stacks)[1]
             self.build(bdir, targets)
             for s in samples:
                 elf = bdir / f"tflm_{s}.elf"
@@ -540,6 +549,23 @@ def kernel_flash(comps: dict[str, Any]) -> int:
 # ---------------------------------------------------------------------------------------------
 # armgen: new, clean build, size, run
 # ---------------------------------------------------------------------------------------------
+def _stack_sizing(proj: Path) -> dict[str, Any] | None:
+    """``build/stack.json``: how ``armgen build`` sized the stack (``--stack-size auto``), None otherwise."""
+    path = proj / "build" / "stack.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _method_pool_breakdown(proj: Path) -> dict[str, int]:
+    """The method pool's bytes by allocation kind (armgen.model.method_allocator's replay of the project's .pte)."""
+    import tomllib
+
+    from armgen.model.method_allocator import method_allocator_breakdown
+
+    rec = tomllib.loads((proj / "armgen.toml").read_text())
+    temp = next((p["bytes"] for p in rec.get("pools", []) if p["name"] == "temp"), 0)
+    return method_allocator_breakdown((proj / rec["model"]["pte"]).read_bytes(), temp)
+
+
 class Armgen:
     def __init__(self, cache: Path, jobs: int, reuse: bool):
         self.cache = cache / "armgen"
@@ -631,6 +657,8 @@ class Armgen:
                 "libc_members": libc_members(mp),
                 "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
                 "stack_used": (runrep.get("stack") or {}).get("used"),
+                "stack_sizing": _stack_sizing(proj),
+                "method_pool_breakdown": _method_pool_breakdown(proj),
                 "max_lsb_diff": runrep.get("max_lsb_diff"),
             })
             e["commands"]["components"] = COMPONENTS_HOW.format(elf=elf, board=MACHINES[machine], map=mp)
@@ -641,7 +669,7 @@ class Armgen:
         for m in machines:
             for s in samples:
                 try:
-                    t_new, new_cmd = self.new(m, s)
+                    t_new, new_cmd = self.new(m, s, ["--stack-size", "auto"])
                     proj = self.project(m, s)
                     e = self.measure_project(m, proj, t_new, new_cmd)
                 except CommandFailed as exc:  # keep going: a failed step is a result too
@@ -844,34 +872,6 @@ class Compare:
             "flash_excl_model_ratio": e["flash_excl_model"] / base["flash_excl_model"],
         }
 
-    def sized_stack(self, machine: str, sample: str, base: dict[str, Any], tflm: dict[str, Any] | None) -> dict[str, Any]:
-        """The same program with the main stack sized from the measured high-water mark.
-
-        Stack = high-water x 1.25, rounded up to 256 B (``armgen new --stack-size``), built and run;
-        TFLM's static RAM with its stack sized by the same rule is arithmetic on its measured figures
-        (its 8 KiB stack replaced), not a second build.
-        """
-        used = base["stack_used"]
-        size = sized_stack_bytes(used)
-        name = f"{sample}_stack"
-        proj_parent = self.ag.cache / machine
-        pte = Path(base["project"]) / "model" / f"{sample}.pte"
-        ncmd = [ARMGEN, "new", name, "--model", str(pte), "--board", MACHINES[machine], "--out", str(proj_parent),
-                "--force", "--stack-size", str(size)]
-        t_new = None
-        if not (self.ag.reuse and (proj_parent / name / "armgen.toml").exists()):
-            log(f"armgen new {name} --stack-size {size} on {machine}")
-            _, t_new = run(ncmd)
-        e = self.ag.measure_project(machine, proj_parent / name, t_new, cmdline(ncmd), detail=False)
-        out = {"stack_size": size, "rule": f"high-water {used} B x {STACK_HEADROOM}, rounded up to 256 B",
-               "armgen": e, "ram_static_8k_stack": base["ram_static"]}
-        if tflm and tflm.get("stack_used") and tflm.get("stack_reserved"):
-            t_size = sized_stack_bytes(tflm["stack_used"])
-            out["tflm"] = {"stack_size": t_size, "ram_static_8k_stack": tflm["ram_static"],
-                           "ram_static": tflm["ram_static"] - tflm["stack_reserved"] + t_size,
-                           "how": f"arithmetic: measured static RAM - {tflm['stack_reserved']} B stack + {t_size} B"}
-        return out
-
     def profile(self, machine: str, sample: str, base: dict[str, Any], tflm: dict[str, Any] | None,
                 top: int = 15) -> dict[str, Any]:
         """Instructions per function, armgen vs TFLM, for one whole firmware run (insn_profile.py)."""
@@ -931,8 +931,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=HERE, help="where results.{json,md,svg} go")
     ap.add_argument("--reuse", action="store_true",
                     help="keep existing armgen projects/ELFs in the cache (times of skipped steps come from results.json)")
-    ap.add_argument("--compare", default="pools,allportable,portable,stack,profile,vela",
-                    help="comparisons to run: pools, allportable, portable, stack, profile, vela")
+    ap.add_argument("--compare", default="pools,allportable,portable,profile,vela",
+                    help="comparisons to run: pools, allportable, portable, profile, vela")
     ap.add_argument("--allportable-machines", default="an547", help="machines for the all-portable-ops build (slow)")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="RESULTS_JSON",
                     help="merge results.json files of partial runs (later files win) into --out, then render")
@@ -1020,10 +1020,6 @@ def main(argv: list[str] | None = None) -> int:
                 if "profile" in which:
                     tf = results.get("tflm", {}).get(m, {}).get("kws")
                     c.setdefault("profile", {})[m] = {"kws": cmp_.profile(m, "kws", base, tf)}
-                    save()
-                if "stack" in which and base.get("stack_used"):
-                    tf = results.get("tflm", {}).get(m, {}).get("kws")
-                    c.setdefault("sized_stack", {})[m] = {"kws": cmp_.sized_stack(m, "kws", base, tf)}
                     save()
             if "vela" in which:
                 c["vela"] = cmp_.vela([x for x in ("kws", "vww") if x in samples] or ["kws", "vww"])

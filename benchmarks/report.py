@@ -55,17 +55,8 @@ def targets(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     if ag:
         ok = ag["ram_static"] <= 36 * KIB and (tf is None or ag["ram_static"] <= tf["ram_static"])
         rows.append((
-            "Whole-firmware static RAM for kws on M55 <= 36 KiB (36,864 B) and <= TFLM's (both with an 8 KiB stack)",
+            "Whole-firmware static RAM for kws on M55 <= 36 KiB (36,864 B) and <= TFLM's (both stacks sized by one rule)",
             f"{n(ag['ram_static'])} B (TFLM {n(tf['ram_static']) if tf else '–'} B)", verdict(ok)))
-        st = res.get("compare", {}).get("sized_stack", {}).get("an547", {}).get("kws")
-        if st and st["armgen"].get("run_passed"):
-            a2, t2 = st["armgen"]["ram_static"], (st.get("tflm") or {}).get("ram_static")
-            ok2 = a2 <= 36 * KIB and (t2 is None or a2 <= t2)
-            rows.append((
-                "The same with each stack sized from its measured high-water mark (x 1.25, 256 B steps)",
-                f"{n(a2)} B with `--stack-size {st['stack_size']}`, built and run (TFLM {n(t2)} B with a "
-                f"{n((st.get('tflm') or {}).get('stack_size'))} B stack, arithmetic)",
-                verdict(ok2) + ("" if ok2 or a2 > 36 * KIB else " (36 KiB met, TFLM not beaten)")))
         rows.append((
             "Flash excluding the model <= 48 KiB (49,152 B) for kws on M55",
             f"{n(ag['flash_excl_model'])} B", verdict(ag["flash_excl_model"] <= 48 * KIB)))
@@ -122,6 +113,38 @@ def targets(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _zephyr_rows(res: dict[str, Any], path: Path) -> list[str]:
+    """kws / an547 as a Zephyr application (``zephyr_vs_baremetal.py`` writes ``zephyr.json``) beside the
+    bare-metal and TFLM columns of the main table."""
+    import json
+
+    if not path.is_file():
+        return []
+    z = json.loads(path.read_text())
+    ze, ag, tf = z.get("zephyr") or {}, _get(res, "armgen", "an547", "kws") or {}, _get(res, "tflm", "an547", "kws") or {}
+    pools = ze.get("pools", {})
+    rows = [
+        ["flash", n(ag.get("flash")), n(ze.get("flash")), n(tf.get("flash"))],
+        ["flash excl. model", n(ag.get("flash_excl_model")), n(ze.get("flash_excl_model")), n(tf.get("flash_excl_model"))],
+        ["static RAM", n(ag.get("ram_static")), n(ze.get("ram")), n(tf.get("ram_static"))],
+        ["pools (planned + method + temp)", n(sum(p["reserved"] for p in (ag.get("pools") or {}).values()) or None),
+         n(sum(p["reserved"] for p in pools.values()) or None), n(tf.get("arena_reserved"))],
+        ["main stack reserved / high-water",
+         f"{n((ag.get('stack_sizing') or {}).get('reserved'))} / {n((ag.get('stack_sizing') or {}).get('high_water'))}",
+         f"{n(ze.get('stack_reserved'))} / {n(ze.get('stack_used'))}",
+         f"{n(tf.get('stack_reserved'))} / {n(tf.get('stack_used'))}"],
+        ["instructions per inference", n(ag.get("instructions")), n(ze.get("instructions")), n(tf.get("instructions"))],
+        ["max LSB vs reference", n(ag.get("max_lsb_diff")), n(ze.get("max_lsb_diff")), n(tf.get("max_abs_diff_vs_litert"))],
+    ]
+    return [
+        f"## kws / an547 as a Zephyr {z.get('zephyr_release', '?')} application (`zephyr_vs_baremetal.py`, "
+        f"{z.get('when', '?')})\n",
+        table(["", "armgen bare metal", f"armgen Zephyr {z.get('zephyr_release', '?')}", "TFLM"], rows),
+        "\nThe Zephyr image keeps its generated `CONFIG_MAIN_STACK_SIZE` (8 KiB; `--stack-size auto` is bare metal "
+        "only) and adds the kernel, its own start-up and console. Its column comes from `zephyr.json`, its own run.\n",
+    ]
+
+
 def write_md(res: dict[str, Any], out: Path) -> None:
     meta = res.get("meta", {})
     tools = meta.get("tools", {})
@@ -131,7 +154,8 @@ def write_md(res: dict[str, Any], out: Path) -> None:
              "(every figure's producing command is in `results.json`). Instruction counts are from "
              "`qemu-system-arm -icount shift=0` with SysTick read around one inference: exact and repeatable, "
              "but instruction counts, not silicon cycles. Static RAM = `.data` + `.bss` + pools/arena + stack + heap "
-             "as linked (armgen size); both stacks are reserved at 8 KiB.\n")
+             "as linked (armgen size); both stacks sized by one rule: measured high-water mark x 1.25, 8-byte steps "
+             "(see the Stacks table).\n")
     L.append("Tools: " + ", ".join(f"{k} `{v}`" for k, v in tools.items()
                                   if k not in ("workspace_commits", "workspace") and v) + ".")
     wc = tools.get("workspace_commits") or {}
@@ -171,6 +195,8 @@ def write_md(res: dict[str, Any], out: Path) -> None:
              "`load_method` (ExecuTorch asks 28 B per kernel argument of it and uses 12 B per argument plus the dim "
              "orders); without it that scratch would stay in the method pool. armgen's model is the `.pte`; TFLM's is the `.tflite` (both trained MLPerf Tiny "
              "weights; armgen quantizes the float reference model itself with PT2E, TFLM runs the int8 reference file).\n")
+
+    L.extend(_zephyr_rows(res, out.parent / "zephyr.json"))
 
     # flash components
     L.append("## Flash by component\n")
@@ -248,23 +274,43 @@ def write_md(res: dict[str, Any], out: Path) -> None:
                  "there; Alif E8 (largest pool region 4 MiB), QEMU an386 (4 MiB) and STM32F4 (128 KiB SRAM) do not take it, "
                  "and STM32F4 does not take mv2-ethosu's 1.5 MiB pools either.\n")
 
-    ss = cmpres.get("sized_stack", {})
-    if ss:
-        L.append("## Stack sized from the measured high-water mark (`armgen new --stack-size`)\n")
-        rows = []
-        for m, per in ss.items():
-            c = per["kws"]
-            e = c["armgen"]
-            t = c.get("tflm") or {}
-            rows.append([f"kws / {m}", c["rule"], n(c["stack_size"]), n(c["ram_static_8k_stack"]), n(e["ram_static"]),
-                         "yes" if e.get("run_passed") else f"NO ({'; '.join(e.get('run_findings') or [])})",
-                         n(t.get("stack_size")), n(t.get("ram_static"))])
-        L.append(table(["sample / machine", "rule", "armgen stack B", "armgen static RAM, 8 KiB stack",
-                        "armgen static RAM, sized stack", "runs and matches the reference", "TFLM stack B",
-                        "TFLM static RAM, sized stack (arithmetic)"], rows, "llrrrlrr"))
-        L.append("\nThe high-water mark is what `armgen run` measured (the stack is painted at reset and scanned after "
-                 "the run); the armgen figure is a rebuilt and re-run firmware, TFLM's is its measured static RAM with "
-                 "the 8 KiB stack replaced by one sized with the same rule.\n")
+    rows = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            a, t = _get(res, "armgen", m, s), _get(res, "tflm", m, s)
+            st = (a or {}).get("stack_sizing")
+            if not st:
+                continue
+            tm = (t or {}).get("stack_measured_with") or {}
+            rows.append([f"{s} / {m}", n(st["high_water"]), n(st["reserved"]), n(tm.get("used")),
+                         n((t or {}).get("stack_reserved")), n((t or {}).get("stack_used"))])
+    if rows:
+        L.append("## Stacks: one rule for both (armgen `--stack-size auto`, `armgen.firmware.stack`)\n")
+        L.append(table(["sample / machine", "armgen product high-water", "armgen stack reserved",
+                        "TFLM high-water (8 KiB run)", "TFLM stack reserved", "TFLM high-water (sized run)"], rows))
+        L.append("\nRule: the high-water mark of one run of the image on its QEMU machine (stack painted at reset, "
+                 "scanned after the run), x 1.25, rounded up to 8 B; the image is relinked with that stack and run "
+                 "again. `armgen build` does this for armgen's product image; bench.py does the same for TFLM's runner. "
+                 "No static bound: ExecuTorch calls kernels through function pointers.\n")
+
+    rows = []
+    kinds: list[str] = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            b = (_get(res, "armgen", m, s) or {}).get("method_pool_breakdown")
+            if b:
+                kinds += [k for k in b if k not in kinds]
+    for m in MACHINES:
+        for s in SAMPLES:
+            b = (_get(res, "armgen", m, s) or {}).get("method_pool_breakdown")
+            if b:
+                rows.append([f"{s} / {m}"] + [n(b.get(k, 0)) for k in kinds] + [n(sum(b.values()))])
+    if rows:
+        L.append("## Method pool by allocation kind (bytes, `armgen.model.method_allocator` replay = firmware use)\n")
+        L.append(table(["sample / machine", *kinds, "total"], rows))
+        L.append("\nTensors: a 32-byte `TensorImpl` and 4 B of strides per dimension each; evalues: 16 B per "
+                 "program value. TFLM keeps a 12-byte `TfLiteEvalTensor` per tensor and per-channel quantization "
+                 "in its arena instead.\n")
 
     pr = cmpres.get("portable_lowering", {})
     if pr:

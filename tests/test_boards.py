@@ -487,7 +487,7 @@ def test_unknown_emulator_board(tmp_path):
     (["boards", "show"], "Missing argument 'BOARD'", "armgen boards show --help"),
     (["boards", "--frobnicate"], "No such option '--frobnicate'", "armgen boards --help"),
     (["no-such-command"], "No such command 'no-such-command'", "armgen --help"),
-    (["new", "kws", "--board", "qemu_mps3_an547", "--stack-size", "big"], "'big' is not a valid integer", "armgen new --help"),
+    (["new", "kws", "--board", "qemu_mps3_an547", "--stack-size", "big"], "'big' is neither bytes nor 'auto'", "armgen new --help"),
 ])  # fmt: skip
 def test_usage_errors_are_one_error_line_and_a_hint(args, fragment, where):
     err = assert_cli_error(args, fragment)

@@ -8,6 +8,7 @@ and for corstone_320 with the Ethos-U85 delegate (link only: there is no NPU mod
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -203,6 +204,23 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
     again = build_project(project)
     assert again.compiled == 1, again.compiled
     assert again.steps >= 2
+
+    # [memory] stack = "auto": the image runs on QEMU, is relinked with high-water x 1.25 (8-byte steps)
+    # and runs again; build/stack.json and the ELF's .stack say the same.
+    toml = project / "armgen.toml"
+    fixed = toml.read_text()
+    toml.write_text(fixed.replace("stack = 8192", 'stack = "auto"'))
+    auto = build_project(project)
+    sizing = auto.stack
+    assert sizing is not None and sizing.measured_with == 8192 and sizing.method == "measured"
+    assert sizing.reserved % 8 == 0 and sizing.high_water <= sizing.reserved < 8192
+    assert sizing.reserved >= sizing.high_water * 1.25
+    assert json.loads((project / "build" / "stack.json").read_text())["reserved"] == sizing.reserved
+    assert re.search(rf"^\.stack\s+{sizing.reserved}\s", _sizes(auto.elf), re.MULTILINE)
+    assert result.size.ram - auto.size.ram == 8192 - sizing.reserved
+    print(f"{board}: {sizing.describe()}")
+    toml.write_text(fixed)  # back to bytes: the record's stack is linked again
+    assert re.search(r"^\.stack\s+8192\s", _sizes(build_project(project, size=False).elf), re.MULTILINE)
 
     # A failing compile shows the compiler's first error and its file, and where the full log is.
     main = project / "src" / "main.cpp"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 
@@ -71,3 +72,18 @@ def test_missing_and_mistyped_keys(tmp_path: Path) -> None:
 def test_not_a_project(tmp_path: Path) -> None:
     with pytest.raises(ProjectError, match=r"is not an armgen project \(no armgen.toml\)"):
         load_project(tmp_path)
+
+
+def test_stack_is_bytes_or_auto(tmp_path: Path) -> None:
+    path = tmp_path / "armgen.toml"
+    rec = _record(tmp_path)
+    auto = dataclasses.replace(rec, memory={**rec.memory, "stack": "auto"})
+    path.write_bytes(auto.to_toml())
+    back = read_record(path)
+    assert back.stack_auto and back.memory["stack"] == "auto" and 'stack = "auto"' in path.read_text()
+    assert not rec.stack_auto
+    for bad in ('"big"', "-8", "true"):
+        path.write_text(path.read_text().replace('stack = "auto"', f"stack = {bad}"))
+        with pytest.raises(ProjectError, match=r"\[memory\] stack must be bytes or \"auto\""):
+            read_record(path)
+        path.write_bytes(auto.to_toml())

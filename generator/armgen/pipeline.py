@@ -6,6 +6,7 @@ chains them, so the CLI stays a thin layer of options and output. Data moves for
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -30,7 +31,7 @@ class NewProject:
 def new_project(
     name: str, board_name: str, *, model: str | None, weights: str | None, rtos: str | None,
     calibration: str | None = None,
-    zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | None, force: bool,
+    zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | str | None, force: bool,
     say: Say, frontend: str | None = None,
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
@@ -47,12 +48,21 @@ def new_project(
     """
     from armgen.boards import load_board
     from armgen.project.render import render_project, write_project_result
-    from armgen.project.spec import DEFAULT_STACK_SIZE, check_stack_size, make_spec, resolve_options
+    from armgen.project.spec import (
+        DEFAULT_STACK_SIZE,
+        check_stack_auto,
+        check_stack_size,
+        make_spec,
+        resolve_options,
+    )
 
     # Cheap checks first: nothing is compiled or written for bad input.
     board = load_board(board_name)
     backend, rtos = resolve_options(name, board, backend, rtos)
-    stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size is None else stack_size)
+    stack_auto = stack_size == "auto"
+    if stack_auto:
+        check_stack_auto(board, rtos)
+    stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size in (None, "auto") else int(stack_size))
     zephyr = None
     if rtos == "zephyr":
         from armgen.project.zephyr import zephyr_placement
@@ -87,6 +97,8 @@ def new_project(
             frontend=audio[0] if audio else None,
             class_labels=audio[1] if audio else (),
         )
+        if stack_auto:
+            spec = dataclasses.replace(spec, stack_auto=True)
         standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say)
         rendered = render_project(spec, standin)
         written = write_project_result(rendered, out_dir, force=force)

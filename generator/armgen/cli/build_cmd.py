@@ -66,6 +66,8 @@ def build_cmd(ctx: click.Context, project: Path, workspace: Path | None, rebuild
         f"built {result.elf} in {result.seconds:.1f} s ({result.compiled} files compiled); map: {result.map}",
         highlight=False, soft_wrap=True,
     )
+    if result.stack is not None:
+        err_console.print(result.stack.describe(), highlight=False, soft_wrap=True)
     if result.size is not None:
         _print_size(result)
     if result.violations:

@@ -11,6 +11,20 @@ from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 
 
+class _StackSize(click.ParamType):
+    """``--stack-size``: bytes, or ``auto``."""
+
+    name = "bytes|auto"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) or value == "auto":
+            return value
+        try:
+            return int(str(value), 0)
+        except ValueError:
+            self.fail(f"{value!r} is neither bytes nor 'auto'", param, ctx)
+
+
 def _say(text: str) -> None:
     err_console.print(text, highlight=False, markup=False, soft_wrap=True)
 
@@ -34,9 +48,10 @@ def _say(text: str) -> None:
               help="Default: ethos-u when the board has an NPU, cortex-m otherwise.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Parent directory of the project.")
-@click.option("--stack-size", type=int, default=None, metavar="BYTES",
-              help="Main stack in bytes, a multiple of 8 (default 8192). `armgen run` prints the high-water "
-                   "mark to size it from.")
+@click.option("--stack-size", type=_StackSize(), default=None, metavar="BYTES|auto",
+              help="Main stack in bytes, a multiple of 8 (default 8192), or 'auto': `armgen build` runs the "
+                   "image on the board's QEMU machine and sizes the stack to its high-water mark x 1.25 "
+                   "(bare metal, QEMU boards). `armgen run` prints the high-water mark.")
 @click.option("--force", is_flag=True,
               help="Replace an existing project directory: every file armgen generates is overwritten "
                    "(edits to them are lost); build/ and files armgen does not generate (your own) are kept.")
@@ -53,7 +68,7 @@ def new_cmd(
     zephyr_release: str | None,
     backend: str | None,
     out_dir: Path,
-    stack_size: int | None,
+    stack_size: int | str | None,
     force: bool,
     frontend: str | None,
 ) -> None:
@@ -82,7 +97,8 @@ def new_cmd(
     for p in spec.pools:
         table.add_row(p.name, f"{p.bytes:,}", p.region, p.section)
     table.add_row(".pte", f"{report.pte_size:,}", spec.model_region, ".armgen_model")
-    table.add_row("stack", f"{spec.stack_size:,}", spec.stack_region, ".stack")
+    table.add_row("stack", f"{spec.stack_size:,}" + (" (auto: sized by armgen build)" if spec.stack_auto else ""),
+                  spec.stack_region, ".stack")
     out_console.print(table)
     if report.placement:
         from armgen.cli.compile_cmd import placement_table

@@ -16,6 +16,7 @@ The stage never prints; the CLI (:mod:`armgen.cli.build_cmd`) shows progress and
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import re
@@ -59,6 +60,8 @@ class BuildResult:
         steps: Ninja edges run (0 when already up to date). compiled: translation units compiled.
         log: the full tool log. size: the size stage's report (None when armgen.firmware.size is absent or
             was skipped). violations: budget violations (empty when within budget).
+        stack: with ``[memory] stack = "auto"``, how the stack was sized
+            (:class:`armgen.firmware.stack.StackSizing`); None otherwise.
         workspace: the workspace root used. warnings: e.g. a workspace ExecuTorch version that
             differs from the one the program was made with (same file identifier).
     """
@@ -74,6 +77,7 @@ class BuildResult:
     size: Any = None
     violations: tuple[Any, ...] = ()
     warnings: tuple[str, ...] = ()
+    stack: Any = None
 
 
 def find_toolchain() -> dict[str, Path]:
@@ -199,6 +203,9 @@ def build_project(
         message; the full log path in the hint).
     """
     record = load_project(project)
+    if record.rtos == "zephyr" and record.stack_auto:
+        raise ProjectError(f"{record.path}: [memory] stack = \"auto\" is bare metal only for now",
+                           hint="give the stack in bytes (Zephyr's CONFIG_MAIN_STACK_SIZE)")
     if record.rtos == "zephyr":
         return _build_zephyr(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild,
                              run_input=run_input)
@@ -209,37 +216,122 @@ def build_project(
     warnings = check_program_compatibility(record, ws)
     progress = progress or (lambda *a: None)
 
+    auto_stack = record.stack_auto and not run_input
+    emulator = _stack_emulator(record) if auto_stack else None
     build_dir, log_path = _prepare_build_dir(record, rebuild, run_input)
     start = time.monotonic()
+    # `armgen run`'s variant keeps the generated stack: it is a test harness, not the product.
+    stack = "" if (record.stack_auto or run_input) else str(record.memory.get("stack", ""))
+    sizing = None
     with open(log_path, "w") as log:
-        if not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws):
-            progress("configure", 0, 1, str(build_dir))
-            cmd = [
-                str(tools["cmake"]),
-                "-G", "Ninja",
-                f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
-                "-S", str(record.root),
-                "-B", str(build_dir),
-                f"-DARMGEN_WORKSPACE={ws}",
-                f"-DPYTHON_EXECUTABLE={sys.executable}",
-                f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}",
-            ]
-            flatc = flatc_path()
-            if flatc is not None:
-                cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
-            lines = _run(cmd, record.root, log, None)
-            if lines is None:
-                raise BuildError(
-                    "cmake configure failed: " + _first_cmake_error(log_path),
-                    hint=f"full log: {log_path}",
-                )
-            progress("configure", 1, 1, "done")
-
         counter = _NinjaProgress(progress)
-        cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}"]
-        if _run(cmd, record.root, log, counter) is None:
-            raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
-    return _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir)
+        _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, run_input, stack)
+        if auto_stack:
+            sizing = _size_stack(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, emulator)
+    result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir)
+    return dataclasses.replace(result, stack=sizing)
+
+
+def _configure_and_build(
+    record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
+    counter: _NinjaProgress, progress: Progress, jobs: int, run_input: bool, stack: str,
+) -> None:
+    """Configure when the build tree is new, the workspace changed or the stack differs; then ninja.
+
+    Raises:
+        BuildError: configure or build failed.
+    """
+    if (not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws)
+            or _cached(build_dir, "ARMGEN_STACK_SIZE") != stack):
+        progress("configure", 0, 1, str(build_dir))
+        cmd = [
+            str(tools["cmake"]),
+            "-G", "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={tools['ninja']}",
+            "-S", str(record.root),
+            "-B", str(build_dir),
+            f"-DARMGEN_WORKSPACE={ws}",
+            f"-DPYTHON_EXECUTABLE={sys.executable}",
+            f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}",
+            f"-DARMGEN_STACK_SIZE={stack}",
+        ]
+        flatc = flatc_path()
+        if flatc is not None:
+            cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
+        lines = _run(cmd, record.root, log, None)
+        if lines is None:
+            raise BuildError(
+                "cmake configure failed: " + _first_cmake_error(log_path),
+                hint=f"full log: {log_path}",
+            )
+        progress("configure", 1, 1, "done")
+
+    cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}"]
+    if _run(cmd, record.root, log, counter) is None:
+        raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
+
+
+def _cached(build_dir: Path, name: str) -> str | None:
+    """A variable's value in ``build_dir/CMakeCache.txt`` (None when unset or no cache)."""
+    try:
+        text = (build_dir / "CMakeCache.txt").read_text()
+    except OSError:
+        return None
+    m = re.search(rf"^{re.escape(name)}:[A-Z]+=(.*)$", text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _stack_emulator(record: ProjectRecord) -> Any:
+    """The QEMU machine that runs this project's own image, for ``stack = "auto"``.
+
+    Raises:
+        ProjectError: the board does not run on QEMU itself (its image cannot be measured here).
+    """
+    from armgen.boards import load_board
+
+    board = load_board(record.board_spec or "")
+    emulator = board.emulator
+    if emulator is None or emulator.board != board.name:
+        raise ProjectError(
+            f"stack = \"auto\" needs the image to run on QEMU, and board '{board.name}' does not",
+            hint="give armgen.toml [memory] stack in bytes (a QEMU board of the same CPU measures it: "
+                 "armgen run on its stand-in prints the high-water mark)",
+        )
+    return emulator
+
+
+def _size_stack(
+    record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
+    counter: _NinjaProgress, progress: Progress, jobs: int, emulator: Any,
+) -> Any:
+    """``stack = "auto"``: measure the image just built on QEMU, relink with the sized stack, check it.
+
+    Returns:
+        :class:`armgen.firmware.stack.StackSizing` (also written to ``build/stack.json``).
+
+    Raises:
+        BuildError: the sized image used more stack than it reserves, or printed no stack line.
+        RunError: the image failed on QEMU.
+    """
+    from armgen.firmware.stack import StackSizing, measure_high_water, sized_stack_bytes
+
+    elf, _ = _outputs(record, build_dir)
+    progress("stack", 0, 2, "measure")
+    measured_with, used = measure_high_water(elf, emulator, log_path=build_dir / "stack-measure.log")
+    size = sized_stack_bytes(used)
+    _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, False, str(size))
+    progress("stack", 1, 2, "check")
+    reserved, again = measure_high_water(elf, emulator, log_path=build_dir / "stack-check.log")
+    if reserved != size or again > size:
+        raise BuildError(
+            f"stack sizing: the relinked image reserves {reserved} B and used {again} B (sized {size} B)",
+            hint=f"QEMU logs: {build_dir / 'stack-check.log'}",
+        )
+    sizing = StackSizing(reserved=size, high_water=again, measured_with=measured_with,
+                         machine=emulator.qemu_machine)
+    sizing.write(build_dir)
+    progress("stack", 2, 2, "done")
+    return sizing
 
 
 def _prepare_build_dir(record: ProjectRecord, rebuild: bool, run_input: bool = False) -> tuple[Path, Path]:

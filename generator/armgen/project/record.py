@@ -76,7 +76,8 @@ class ProjectRecord:
         zephyr_release / zephyr_target: Zephyr projects only. standin: directory of the QEMU stand-in
             application (relative), when the board is not emulated.
         model: ``[model]``. regions: ``[regions]`` (code, model, data, stack -> board region names).
-        memory: ``[memory]`` (stack, heap, method_allocator_bound; bytes). pools: ``[[pools]]``.
+        memory: ``[memory]`` (stack, heap, method_allocator_bound; bytes; stack may be ``"auto"``).
+            pools: ``[[pools]]``.
         budgets: ``[budgets]`` as written (bytes or size strings; :mod:`armgen.firmware.size` parses it).
         frontend: ``[frontend]``: the audio front end's parameters
             (:meth:`armgen.model.frontend.MfccFrontend.as_record`), None without one.
@@ -98,11 +99,16 @@ class ProjectRecord:
     standin: str | None = None
     model: ModelEntry | None = None
     regions: dict[str, str] = field(default_factory=dict)
-    memory: dict[str, int] = field(default_factory=dict)
+    memory: dict[str, int | str] = field(default_factory=dict)
     pools: tuple[PoolEntry, ...] = ()
     budgets: dict[str, Any] | None = None
     frontend: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
+
+    @property
+    def stack_auto(self) -> bool:
+        """``[memory] stack = "auto"``: ``armgen build`` sizes the stack (:mod:`armgen.firmware.stack`)."""
+        return self.memory.get("stack") == "auto"
 
     @property
     def path(self) -> Path:
@@ -168,7 +174,7 @@ class ProjectRecord:
         lines += ["", "# Where the linker puts code, the .pte, .data/.bss and the stack (board region names)."]
         lines += ["[regions]"] + [f"{k} = {_toml_value(v)}" for k, v in self.regions.items()]
         lines += ["", "# Bytes. method_allocator_bound: see armgen.model.method_allocator."]
-        lines += ["[memory]"] + [f"{k} = {v}" for k, v in self.memory.items()]
+        lines += ["[memory]"] + [f"{k} = {_toml_value(v)}" for k, v in self.memory.items()]
         for p in self.pools:
             lines += ["", "[[pools]]"] + [f"{k} = {_toml_value(v)}" for k, v in p.as_dict().items()]
         lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\")."]
@@ -245,11 +251,22 @@ def _from_table(
         cpu=text("cpu", default="") or "",
         model=_model(data.get("model"), path, error),
         regions={str(k): str(v) for k, v in _table(data, "regions", path, error).items()},
-        memory={str(k): v for k, v in _table(data, "memory", path, error).items() if isinstance(v, int)},
+        memory=_memory(_table(data, "memory", path, error), path, error),
         pools=_pools(data.get("pools", []), path, error),
         budgets=_table(data, "budgets", path, error) if "budgets" in data else None,
         frontend=_table(data, "frontend", path, error) if "frontend" in data else None,
     )
+
+
+def _memory(table: dict[str, Any], path: Path, error: type[ArmgenError]) -> dict[str, int | str]:
+    """``[memory]``: bytes, except ``stack``, which may also be ``"auto"`` (sized by ``armgen build``)."""
+    memory: dict[str, int | str] = {str(k): v for k, v in table.items() if isinstance(v, int)}
+    stack = table.get("stack")
+    if stack == "auto":
+        memory["stack"] = "auto"
+    elif stack is not None and (not isinstance(stack, int) or isinstance(stack, bool) or stack <= 0):
+        raise error(f"{path}: [memory] stack must be bytes or \"auto\", not {stack!r}")
+    return memory
 
 
 def _table(data: Mapping[str, Any], key: str, path: Path, error: type[ArmgenError]) -> dict[str, Any]:

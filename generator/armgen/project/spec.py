@@ -159,6 +159,8 @@ class ProjectSpec:
         zephyr_release: the Zephyr release a Zephyr project is written for (``"3.7"``, ``"4.4"``;
             :mod:`armgen.project.zephyr`), None for bare metal. zephyr_target: the board's target in that
             release (``mps3/an547``), None for bare metal.
+        stack_auto: ``armgen build`` sizes the stack from a measured run (``[memory] stack = "auto"``,
+            :mod:`armgen.firmware.stack`); ``stack_size`` is then the size it measures with.
     """
 
     name: str
@@ -197,6 +199,7 @@ class ProjectSpec:
     zephyr_target: str | None = None
     frontend: MfccFrontend | None = None
     class_labels: tuple[str, ...] = ()
+    stack_auto: bool = False
 
     @property
     def target(self) -> str:
@@ -235,6 +238,24 @@ def cmsis_nn_optimization(board: Board) -> str:
 
 #: Smallest main stack ``--stack-size`` accepts (bytes): start-up, ``main`` and one kernel call.
 MIN_STACK_SIZE = 512
+
+
+def check_stack_auto(board: Board, rtos: str) -> None:
+    """Refuse ``--stack-size auto`` where ``armgen build`` cannot measure the image it builds.
+
+    Raises:
+        ProjectError: a Zephyr project (its main stack is Kconfig's ``CONFIG_MAIN_STACK_SIZE``; not
+            sized by measurement yet), or a board whose own image does not run on QEMU.
+    """
+    if rtos == "zephyr":
+        raise ProjectError("--stack-size auto: bare metal only for now (Zephyr's main stack is "
+                           "CONFIG_MAIN_STACK_SIZE)", hint="give --stack-size in bytes")
+    emulator = board.emulator
+    if emulator is None or emulator.board != board.name:
+        raise ProjectError(
+            f"--stack-size auto: board '{board.name}' does not run on QEMU, so its image cannot be measured",
+            hint="give --stack-size in bytes (armgen run on a QEMU board of the same CPU prints the high-water mark)",
+        )
 
 
 def check_stack_size(stack_size: int) -> int:
