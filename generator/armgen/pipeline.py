@@ -140,12 +140,11 @@ def _frontend(kind: str, source: str, rtos: str) -> tuple[Any, tuple[str, ...]]:
     """
     from armgen.model.frontend import FRONTEND_KINDS, frontend_from_declaration
     from armgen.model.model_source import declared_frontend
+    from armgen.project.spec import check_frontend_rtos
 
     if kind not in FRONTEND_KINDS:
         raise ProjectError(f"--frontend {kind!r} is not one of: {', '.join(FRONTEND_KINDS)}")
-    if rtos != "baremetal":
-        raise ProjectError("--frontend is generated for bare-metal projects only (not yet for Zephyr)",
-                           hint="add --rtos baremetal")
+    check_frontend_rtos(rtos)
     decl, labels = declared_frontend(source)
     if decl is None:
         raise ProjectError(f"{source} declares no front end (a module-level FRONTEND = {{'kind': '{kind}', ...}})",

@@ -32,8 +32,8 @@ from armgen.firmware.run import (
     SYSTICK_HZ,
     Finding,
     OutputCheck,
-    _compare,
     check_run,
+    compare_outputs,
     instructions_from_ticks,
     output_array,
     parse_firmware_output,
@@ -168,7 +168,7 @@ def run_audio(
         host_out = reference_outputs(report, report_dir, [host])[0]
     except ModelError as exc:
         raise RunError(f"no host reference for the network: {exc.message}") from exc
-    checks, out_findings = _compare(outs, ref, report.outputs)
+    checks, out_findings = compare_outputs(outs, ref, report.outputs)
     findings.extend(out_findings)
     label, score = top_class(outs[0], report, labels)
     host_label, _ = top_class(host_out, report, labels)

@@ -806,9 +806,24 @@ FLOAT_RTOL = 1e-5
 FLOAT_ATOL = 1e-6
 
 
-def _compare(
+def compare_outputs(
     fw: Sequence[np.ndarray], ref: Sequence[np.ndarray] | None, infos: Sequence[TensorInfo]
 ) -> tuple[list[OutputCheck], list[Finding]]:
+    """Each firmware output against its reference, in the output's own units and in LSBs.
+
+    Args:
+        fw: the outputs the firmware printed (stored dtype, in ``infos`` order).
+        ref: reference outputs indexed by ``TensorInfo.index`` (quantized integers or floats); None
+            when there is no reference (the checks then only carry the firmware's values).
+        infos: the program's outputs (dtype, scale, zero point).
+
+    Returns:
+        (one :class:`OutputCheck` per output; findings: an output beyond :data:`LSB_TOLERANCE`,
+        or saturated everywhere, is an error).
+
+    Raises:
+        RunError: a reference output has another number of values than the firmware printed.
+    """
     checks: list[OutputCheck] = []
     findings: list[Finding] = []
     for q, info in zip(fw, infos, strict=True):
@@ -1076,7 +1091,7 @@ def _second_input_checked(
     except (RunError, ModelError) as exc:
         findings.append(Finding("info", "second input", f"not compared with a reference: {exc.message}"))
     else:
-        _, alt_findings = _compare(alt_outs, alt_ref, report.outputs)
+        _, alt_findings = compare_outputs(alt_outs, alt_ref, report.outputs)
         for f in alt_findings:
             if "reference" in f.message:
                 findings.append(Finding(f.severity, f"{f.subject} (second input)", f.message))
@@ -1138,7 +1153,7 @@ def run_firmware(
     data, source, ref_outputs, ref_source = _run_input(report, report_dir, inputs, input_source, findings)
     runs = _QemuRuns(elf, emulator, report, timeout, log_dir)
     log, outs, ticks_per_run, source = _repeated_runs(runs, data, repeat, inputs is not None, source, findings)
-    checks, out_findings = _compare(outs, ref_outputs, report.outputs)
+    checks, out_findings = compare_outputs(outs, ref_outputs, report.outputs)
     findings.extend(out_findings)
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:

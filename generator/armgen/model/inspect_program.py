@@ -198,10 +198,10 @@ def load_program(data: bytes, source: str = "<bytes>") -> Any:
             f"{source} is not an ExecuTorch program (no 'ET' flatbuffer identifier at bytes 4..8)",
             hint="give a .pte written by ExecuTorch's to_executorch()/save",
         )
-    from executorch.exir._serialize._program import deserialize_pte_binary
+    from armgen.model.pte_reader import deserialized_program
 
     try:
-        program = deserialize_pte_binary(data).program
+        program = deserialized_program(bytes(data))
     except Exception as exc:  # noqa: BLE001 - flatc/segment errors come in many types
         raise ProgramError(
             f"{source} cannot be read as an ExecuTorch program: the file is truncated or corrupt "

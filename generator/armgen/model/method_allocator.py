@@ -47,7 +47,6 @@ MethodAllocatorPlan`, see :func:`plan_method_allocator`); the project stage size
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 from armgen.errors import ProgramError
 from armgen.model.program_report import MethodAllocatorPlan, ProgramReport, ProgramStats
@@ -70,17 +69,15 @@ TENSOR_META_BYTES = 12
 TENSOR_DIMENSION_LIMIT = 16
 
 
-@functools.lru_cache(maxsize=4)
 def _execution_plan(pte: bytes):
-    """``execution_plan[0]`` of a serialized program, read once with ExecuTorch's deserializer.
-
-    The replay functions below each need it several times; the cache keys on the bytes. Raises
-    ProgramError when the bytes are not an ExecuTorch program.
+    """``execution_plan[0]`` of a serialized program (:func:`armgen.model.pte_reader.deserialized_program`,
+    one deserialized copy shared with the program report). Raises ProgramError when the bytes are not
+    an ExecuTorch program.
     """
-    try:
-        from executorch.exir._serialize._program import deserialize_pte_binary
+    from armgen.model.pte_reader import deserialized_program
 
-        return deserialize_pte_binary(pte).program.execution_plan[0]
+    try:
+        return deserialized_program(bytes(pte)).execution_plan[0]
     except Exception as exc:  # noqa: BLE001 - any parse failure means "not a program"
         raise ProgramError(f"cannot read the program: {exc}") from exc
 
