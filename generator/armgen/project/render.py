@@ -519,6 +519,7 @@ def _context(spec: ProjectSpec) -> dict[str, Any]:
         "data_region": spec.data_region,
         "stack_region": spec.stack_region,
         "stack_size": spec.stack_size,
+        "stack_auto": spec.stack_auto,
         "heap_size": spec.heap_size,
         "pte_file": spec.pte_path.name,
         "kernel_libraries": spec.kernel_libraries,
