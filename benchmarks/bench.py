@@ -276,6 +276,7 @@ class Tflm:
         self.cache = cache / f"tflm-{libc}"
         self.jobs = jobs
         self.libc = libc
+        self.extra_defs: dict[str, str] = {}  # e.g. TFLM_RECORD_ARENA=ON (tflm_arena.py)
 
     def _ops_inc(self, bdir: Path, name: str, ops: list[str]) -> Path:
         lines = [
@@ -305,6 +306,7 @@ class Tflm:
         defs["TFLM_MODELS"] = ";".join(samples)
         defs["TFLM_STACK_SIZE"] = str(TFLM_STACK)
         defs["TFLM_LIBC"] = self.libc
+        defs.update(self.extra_defs)
         for s in samples:
             path = MODELS_DIR / TFLM_MODELS[s]
             ops = tflite_ops(path)
@@ -773,8 +775,8 @@ def patch_all_portable(src: Path, dst: Path) -> None:
     cm = dst / "cmake" / "executorch.cmake"
     t = cm.read_text()
     t2 = t.replace("set(EXECUTORCH_BUILD_PORTABLE_OPS OFF)", "set(EXECUTORCH_BUILD_PORTABLE_OPS ON)")
-    t2 = re.sub(r"\ngen_selected_max_kernel_num\(.*?\nadd_dependencies\(executorch_core armgen_kernel_table_max_kernel_num_header\)\n",
-                "\n# bench: ExecuTorch's default kernel table (as upstream)\n", t2, flags=re.S)
+    t2, n_table = re.subn(r"\ntarget_compile_definitions\(executorch_core PRIVATE MAX_KERNEL_NUM=\d+\)\n",
+                          "\n# bench: ExecuTorch's default kernel table (as upstream)\n", t2)
     t2 = t2.replace(
         "list(APPEND ARMGEN_REGISTRATION_LIBS armgen_prim_ops_lib)",
         "list(APPEND ARMGEN_REGISTRATION_LIBS armgen_prim_ops_lib)\n"
@@ -782,7 +784,7 @@ def patch_all_portable(src: Path, dst: Path) -> None:
         "set_property(TARGET portable_ops_lib PROPERTY INTERFACE_LINK_OPTIONS \"\")\n"
         "list(APPEND ARMGEN_REGISTRATION_LIBS portable_ops_lib)\n"
         "list(APPEND ARMGEN_KERNEL_LIBS portable_kernels kernels_util_all_deps)")
-    if t2 == t or "portable_ops_lib" not in t2 or "EXECUTORCH_BUILD_PORTABLE_OPS ON" not in t2:
+    if n_table != 1 or "portable_ops_lib" not in t2 or "EXECUTORCH_BUILD_PORTABLE_OPS ON" not in t2:
         raise SystemExit(f"bench: could not patch {cm} for the all-portable-ops build (template changed?)")
     cm.write_text(t2)
     # The random ops (rand, randn, ...) reach std::random_device -> getentropy(), which bare-metal newlib
@@ -791,6 +793,12 @@ def patch_all_portable(src: Path, dst: Path) -> None:
         "/* benchmarks: getentropy() stub for the all-portable-ops link (never called). */\n"
         "#include <errno.h>\n#include <stddef.h>\n"
         "int getentropy(void* buf, size_t len) { (void)buf; (void)len; errno = ENOSYS; return -1; }\n")
+    # Sized, not run (see Compare.all_portable): the stack is the one `armgen build` sized for the
+    # selective image (build/stack.json), fixed in the record, so static RAM compares like for like.
+    sizing = _stack_sizing(src)
+    rec = dst / "armgen.toml"
+    if sizing:
+        rec.write_text(rec.read_text().replace('stack = "auto"', f"stack = {sizing['reserved']}", 1))
     cl = dst / "CMakeLists.txt"
     c = cl.read_text()
     c2 = c.replace("  src/platform/et_pal.cpp\n", "  src/platform/et_pal.cpp\n  src/bench_getentropy.c\n", 1)
@@ -925,7 +933,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--skip-armgen", action="store_true")
     ap.add_argument("--skip-compare", action="store_true")
     ap.add_argument("--tflm-libc", choices=["nano", "full"], default="nano")
-    ap.add_argument("--clean", action="store_true", help="delete cached build trees first")
+    ap.add_argument("--clean", action="store_true",
+                    help="delete cached TFLM build trees first and start results.json afresh")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("ARMGEN_BENCH_CACHE", Path.home() / ".cache/armgen-bench")))
     ap.add_argument("--out", type=Path, default=HERE, help="where results.{json,md,svg} go")
@@ -955,7 +964,8 @@ def main(argv: list[str] | None = None) -> int:
     a.cache.mkdir(parents=True, exist_ok=True)
     a.out.mkdir(parents=True, exist_ok=True)
     res_path = a.out / "results.json"
-    results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() else {}
+    # --clean starts from nothing: every figure in results.json is from this run
+    results: dict[str, Any] = json.loads(res_path.read_text()) if res_path.exists() and not a.clean else {}
 
     def save() -> None:
         # every recorded path (commands, project folders, the workspace) without this machine's prefixes

@@ -113,6 +113,60 @@ def targets(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _against_tflm(res: dict[str, Any]) -> list[str]:
+    """Issue 15's grid: armgen / TFLM per sample and machine, at or below 1 marked."""
+    metrics = (("static RAM", "ram_static"), ("flash excl. model", "flash_excl_model"),
+               ("instructions", "instructions"))
+    cols = [(m, s) for m in MACHINES for s in SAMPLES]
+    rows = []
+    for label, key in metrics:
+        cells = []
+        for m, s in cols:
+            a, t = _get(res, "armgen", m, s) or {}, _get(res, "tflm", m, s) or {}
+            if a.get(key) and t.get(key):
+                r = a[key] / t[key]
+                d = a[key] - t[key]
+                cells.append(f"**{r:.3f}** ({d:+,})" if r <= 1 else f"{r:.3f} ({d:+,})")
+            else:
+                cells.append("–")
+        rows.append([label, *cells])
+    if all(c == "–" for r in rows for c in r[1:]):
+        return []
+    return [
+        "## armgen / TFLM (issue 15: at or below 1 in bold; the difference in bytes or instructions)\n",
+        table(["", *[f"{s} {m[2:]}" for m, s in cols]], rows),
+        "",
+    ]
+
+
+def _tflm_arena_rows(path: Path) -> list[str]:
+    """TFLM's arena by allocation kind (``tflm_arena.py`` writes ``tflm_arena.json``)."""
+    import json
+
+    if not path.is_file():
+        return []
+    d = json.loads(path.read_text())
+    kinds: list[str] = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            kinds += [k for k in ((d.get(m) or {}).get(s) or {}).get("kinds", {}) if k not in kinds]
+    rows = []
+    for m in MACHINES:
+        for s in SAMPLES:
+            e = (d.get(m) or {}).get(s)
+            if e:
+                rows.append([f"{s} / {m}"] + [f"{n(e['kinds'][k]['bytes'])} ({e['kinds'][k]['count']})" if k in e["kinds"]
+                                              else "–" for k in kinds]
+                            + [n(e["persistent"] - e["recording_overhead"]), n(e["nonpersistent"])])
+    return [
+        "## TFLM arena by allocation kind (bytes (count), `tflm_arena.py`: TFLM's RecordingMicroAllocator)\n",
+        table(["sample / machine", *kinds, "persistent (tail) less recording overhead", "non-persistent (head)"], rows),
+        "\nPersistent: what TFLM keeps for the life of the interpreter, the counterpart of armgen's method pool "
+        "(per-channel multipliers and shifts are TFLM's persistent buffers; armgen keeps them in the `.pte`, in "
+        "flash). Non-persistent: activations and kernel scratch, the counterpart of armgen's planned pools.\n",
+    ]
+
+
 def _zephyr_rows(res: dict[str, Any], path: Path) -> list[str]:
     """kws / an547 as a Zephyr application (``zephyr_vs_baremetal.py`` writes ``zephyr.json``) beside the
     bare-metal and TFLM columns of the main table."""
@@ -196,7 +250,8 @@ def write_md(res: dict[str, Any], out: Path) -> None:
              "orders); without it that scratch would stay in the method pool. armgen's model is the `.pte`; TFLM's is the `.tflite` (both trained MLPerf Tiny "
              "weights; armgen quantizes the float reference model itself with PT2E, TFLM runs the int8 reference file).\n")
 
-    L.extend(_zephyr_rows(res, out.parent / "zephyr.json"))
+    L.extend(_against_tflm(res))
+    L.extend(_zephyr_rows(res, out / "zephyr.json"))
 
     # flash components
     L.append("## Flash by component\n")
@@ -311,6 +366,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
         L.append("\nTensors: a 32-byte `TensorImpl` and 4 B of strides per dimension each; evalues: 16 B per "
                  "program value. TFLM keeps a 12-byte `TfLiteEvalTensor` per tensor and per-channel quantization "
                  "in its arena instead.\n")
+    L.extend(_tflm_arena_rows(out / "tflm_arena.json"))
 
     pr = cmpres.get("portable_lowering", {})
     if pr:

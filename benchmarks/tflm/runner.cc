@@ -7,6 +7,9 @@
 #include "platform.h"
 #include "tensorflow/lite/micro/kernels/micro_ops.h"
 #include "tensorflow/lite/micro/micro_interpreter.h"
+#ifdef TFLM_RECORD_ARENA
+#include "tensorflow/lite/micro/recording_micro_interpreter.h"
+#endif
 #include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 
@@ -49,7 +52,12 @@ int main() {
   if (tflm_register_ops(resolver) != kTfLiteOk) {
     return fail("Resolver");
   }
+#ifdef TFLM_RECORD_ARENA
+  // tflm_arena.py's build: the same interpreter with TFLM's RecordingMicroAllocator, to split the arena.
+  static tflite::RecordingMicroInterpreter interpreter(model, resolver, armgen_pool_arena, TFLM_ARENA_SIZE);
+#else
   static tflite::MicroInterpreter interpreter(model, resolver, armgen_pool_arena, TFLM_ARENA_SIZE);
+#endif
   if (interpreter.AllocateTensors() != kTfLiteOk) {
     bench_write("ARMGEN pool arena reserved=");
     bench_write_uint(TFLM_ARENA_SIZE);
@@ -85,6 +93,39 @@ int main() {
   bench_write_uint(bench_stack_reserved());
   bench_write(" used=");
   bench_write_uint(bench_stack_used());
+#ifdef TFLM_RECORD_ARENA
+  {
+    using tflite::RecordedAllocationType;
+    const auto& rec = interpreter.GetMicroAllocator();
+    const struct {
+      const char* name;
+      RecordedAllocationType type;
+    } kinds[] = {
+        {"eval_tensors", RecordedAllocationType::kTfLiteEvalTensorData},
+        {"persistent_tensors", RecordedAllocationType::kPersistentTfLiteTensorData},
+        {"tensor_quantization", RecordedAllocationType::kPersistentTfLiteTensorQuantizationData},
+        {"persistent_buffers", RecordedAllocationType::kPersistentBufferData},
+        {"variable_buffers", RecordedAllocationType::kTfLiteTensorVariableBufferData},
+        {"node_and_registrations", RecordedAllocationType::kNodeAndRegistrationArray},
+        {"op_data", RecordedAllocationType::kOpData},
+    };
+    for (const auto& k : kinds) {
+      tflite::RecordedAllocation a = rec.GetRecordedAllocation(k.type);
+      bench_write("\nARMGEN arena_kind ");
+      bench_write(k.name);
+      bench_write(" bytes=");
+      bench_write_uint(a.used_bytes);
+      bench_write(" count=");
+      bench_write_uint(a.count);
+    }
+    bench_write("\nARMGEN arena_split persistent=");
+    bench_write_uint(rec.GetSimpleMemoryAllocator()->GetPersistentUsedBytes());
+    bench_write(" nonpersistent=");
+    bench_write_uint(rec.GetSimpleMemoryAllocator()->GetNonPersistentUsedBytes());
+    bench_write(" recording_overhead=");
+    bench_write_uint(tflite::RecordingMicroAllocator::GetDefaultTailUsage());
+  }
+#endif
   bench_write("\nARMGEN ticks ");
   bench_write_uint(t1 - t0);
   bench_write("\nARMGEN done\n");
