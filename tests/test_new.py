@@ -246,7 +246,7 @@ def test_stack_size_option(kws, tmp_path):
     assert r.returncode == 0, r.stderr
     assert tomllib.loads((tmp_path / "kws_auto" / "armgen.toml").read_text())["memory"]["stack"] == "auto"
     # where armgen build could not measure the image: refused before compiling, nothing written
-    for board, pattern in (("alif_e8 --rtos baremetal", r"board 'alif_e8_he' does not run on QEMU"),
+    for board, pattern in (("alif_e8 --rtos baremetal", r"board 'alif_e8_hp' does not run on QEMU"),
                            ("qemu_mps3_an547 --rtos zephyr", r"--stack-size auto: bare metal only")):
         out = tmp_path / "refused"
         out.mkdir()
