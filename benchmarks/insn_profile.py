@@ -7,8 +7,12 @@ symbol that holds the block's first address, give an instruction count per funct
 whole run (start-up, ``load_method`` / ``AllocateTensors``, one inference). The log of a kws run
 is about 150 MB; it is written to a temporary directory and deleted.
 
-Usage: ``python benchmarks/insn_profile.py ELF BOARD [--top N]`` (BOARD: an armgen board with an emulator,
-e.g. qemu_mps2_an386).
+With ``--window SYMBOL`` only the blocks executed between the first and the second entry into
+SYMBOL count: ``armgen_ticks`` for armgen's product image and ``bench_ticks_now`` for bench.py's TFLM
+runner bracket exactly the one inference their SysTick figure measures.
+
+Usage: ``python benchmarks/insn_profile.py ELF BOARD [--top N] [--window SYMBOL]`` (BOARD: an armgen
+board with an emulator, e.g. qemu_mps2_an386).
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ def _symbols(elf: Path) -> tuple[list[int], list[tuple[int, int, str]]]:
     return [s[0] for s in syms], syms
 
 
-def profile_elf(elf: Path, board_name: str, timeout: int = 1800) -> dict[str, Any]:
+def profile_elf(elf: Path, board_name: str, timeout: int = 1800, window: str | None = None) -> dict[str, Any]:
     """Run ``elf`` once on ``board_name``'s QEMU machine and count instructions per function.
+
+    ``window``: a function name; when given, only what runs between its first and second entry counts.
 
     Returns:
         dict: ``total`` (instructions executed, whole run), ``functions`` ({demangled name, cut at 120
@@ -53,6 +59,13 @@ def profile_elf(elf: Path, board_name: str, timeout: int = 1800) -> dict[str, An
     from armgen.firmware.run import qemu_command
 
     board = load_board(board_name)
+    starts, syms = _symbols(Path(elf))
+    gate = None
+    if window is not None:
+        gate = next((a for a, _, name in syms if name == window), None)
+        if gate is None:
+            raise SystemExit(f"insn_profile: no function {window!r} in {elf}")
+    entries = 0
     ninsn: dict[int, int] = {}
     execs: Counter[int] = Counter()
     with tempfile.TemporaryDirectory(prefix="armgen-profile-") as tmp:
@@ -73,10 +86,13 @@ def profile_elf(elf: Path, board_name: str, timeout: int = 1800) -> dict[str, An
                     cur, n = None, 0
                 m = _EXEC.match(line)
                 if m:
-                    execs[int(m.group(1), 16)] += 1
+                    pc = int(m.group(1), 16)
+                    if gate is not None and pc == gate:
+                        entries += 1
+                    if gate is None or entries == 1:
+                        execs[pc] += 1
         if cur is not None:
             ninsn[cur] = n
-    starts, syms = _symbols(Path(elf))
     per: Counter[str] = Counter()
     total = 0
     for pc, count in execs.items():
@@ -94,8 +110,10 @@ def main() -> int:
     ap.add_argument("elf", type=Path)
     ap.add_argument("board")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--window", default=None, metavar="SYMBOL",
+                    help="count only between the first and second entry into SYMBOL (armgen_ticks, bench_ticks_now)")
     a = ap.parse_args()
-    r = profile_elf(a.elf, a.board)
+    r = profile_elf(a.elf, a.board, window=a.window)
     print(json.dumps({"total": r["total"], "functions": dict(list(r["functions"].items())[: a.top])}, indent=1))
     return 0
 
