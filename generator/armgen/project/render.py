@@ -75,7 +75,8 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
             hint="use --rtos baremetal" if spec.rtos != "baremetal" else None,
         )
     env = _environment()
-    ctx = _context(spec)
+    selected_ops = selected_operators_yaml(spec)  # ExecuTorch's gen_oplist, run once per project
+    ctx = _context(spec, selected_ops)
     if spec.rtos == "zephyr":
         from armgen.project.zephyr import zephyr_context
 
@@ -116,7 +117,7 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
                     files[f"model/{Path(rel).name}"] = src.read_bytes()
     except OSError as exc:
         raise ProjectError(f"cannot read the compiled program: {exc}") from exc
-    files["model/selected_operators.yaml"] = selected_operators_yaml(spec)
+    files["model/selected_operators.yaml"] = selected_ops
     files["armgen.toml"] = project_record(spec, standin)
     if standin is not None:
         for rel, data in render_project(standin).files.items():
@@ -483,7 +484,7 @@ def _semihosting(spec: ProjectSpec) -> bool:
     return reads_input_file(spec.board, spec.rtos)
 
 
-def _context(spec: ProjectSpec) -> dict[str, Any]:
+def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
     board = spec.board
     pools = list(spec.pools)
     sample_inputs, ref_name = _sample_inputs(spec)
@@ -527,7 +528,7 @@ def _context(spec: ProjectSpec) -> dict[str, Any]:
         "cortex_m_sources": spec.cortex_m_sources,
         "cmsis_nn_optimization": spec.cmsis_nn_optimization,
         "selected_operators": spec.selected_operators,
-        "kernel_table_slots": kernel_table_slots(selected_operators_yaml(spec)),
+        "kernel_table_slots": kernel_table_slots(selected_ops),
         "error_codes": ERROR_CODES,
         "cpu_flags": _cpu_flags(spec),
         "sample_inputs": sample_inputs,
