@@ -538,6 +538,33 @@ def test_classify_rules() -> None:
     assert all(r.component for r in COMPONENT_RULES)
 
 
+def test_classify_lto_partitions() -> None:
+    """-flto images: code comes from ld's ltrans objects; the symbol in the input section decides."""
+    lt = "ccZDycqk.ltrans0.ltrans.o"
+    cases = {
+        ".text._ZN10executorch7runtime6Method7executeEv": "runtime_core",
+        ".text._ZNK10executorch7runtime8internal13MergedDataMap8get_dataESt17basic_string_viewIcSt11char_traitsIcEE": "runtime_core",
+        ".rodata._ZTVN10executorch7runtime8internal13MergedDataMapE": "runtime_core",
+        ".text._ZN10executorch8backends3arm15EthosUBackend4initEv": "ethos_u_delegate",
+        ".text.ethosu_invoke_v3": "ethos_u_driver",
+        ".text._ZN8cortex_m6native21quantized_conv2d_outERN10executorch7runtime20KernelRuntimeContextE": "cortex_m_kernels",
+        ".text._ZN5torch8executor8function12_GLOBAL__N_119kernels_to_registerEv": "kernel_registration",
+        ".text._ZN5torch8executor6native7add_outEv": "portable_kernels",
+        ".text.arm_convolve_s8.constprop.0.isra.0": "cmsis_nn",
+        ".text.arm_nn_mat_mult_nt_t_s8": "cmsis_nn",
+        ".text.arm_rfft_fast_f32": "other_libraries",
+        ".rodata.twiddleCoef_512": "other_libraries",
+        ".text.armgen_model_init": "app",
+        ".text.put_uint": "app",
+        ".rodata": "app",
+    }
+    for section, component in cases.items():
+        assert classify(output_section=".text", input_section=section, obj=lt) == component, section
+    # Outside an LTO partition the same names keep their archive's attribution.
+    assert classify(input_section=".text.arm_nn_mat_mult_nt_t_s8", obj="main.c.obj") == "app"
+    assert classify(input_section=".text.arm_nn_mat_mult_nt_t_s8", archive="libcmsis-nn.a") == "cmsis_nn"
+
+
 def test_parse_map_lines() -> None:
     text = """Archive member included...
 Linker script and memory map

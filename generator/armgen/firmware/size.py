@@ -109,6 +109,17 @@ _LIBC = (
     r"|rdimon|rdimon_nano|rdpmon|nosys)\.a"
 )
 _CRT = r"(crt.*|.*-crt0.*|crt0.*)\.o"
+#: GNU ld's LTO partitions (``/tmp/ccXXXXXX.ltrans0.ltrans.o``; ``-flto-partition``).
+_LTRANS = r".*\.ltrans[0-9]*\.ltrans\.o"
+#: The part of a -ffunction-sections/-fdata-sections input section name before the symbol.
+_IN_SECTION = r"\.(text|rodata|data|bss)(\.(unlikely|startup|hot|exit))?\."
+#: CMSIS-DSP's functions and tables (the MFCC front end's real FFT, magnitude and dot product), which
+#: CMSIS-NN's ``arm_`` prefix would otherwise claim.
+_CMSIS_DSP = (
+    r"(arm_.*_(f16|f32|f64|q15|q31)|arm_(r|c)fft.*|arm_bitreversal.*|armBitRev.*|twiddleCoef.*|armRecipTable.*)(\..*)?"
+)
+#: ExecuTorch's runtime namespaces (mangled), its flatbuffers schema and flatcc.
+_LTO_RUNTIME = r"(_Z[A-Z]*(10executorch|5torch8executor|3c10|21executorch_flatbuffer|11flatbuffers)|flatcc_).*"
 
 # Zephyr (checked against v3.7.1). Each ``zephyr_library()`` is an archive named after its directory
 # under ZEPHYR_BASE with "/" -> "__" (cmake/modules/extensions.cmake, zephyr_library_get_current_dir_lib_name):
@@ -207,6 +218,22 @@ COMPONENT_RULES: tuple[ComponentRule, ...] = (
     ComponentRule("cortex_m_kernels", archive=r"lib(armgen_)?cortex_m_kernels\.a|libcortex_m_ops_lib\.a"),
     ComponentRule("cmsis_nn", archive=r"libcmsis[-_]nn\.a"),
     ComponentRule("kernel_registration", archive=r"lib.*_ops_lib(_impl)?\.a"),
+    # Link-time optimized images (-flto, the bare-metal default): the code of every LTO archive comes
+    # out of ld's ltrans objects, so the archive is gone from the map; -ffunction-sections keeps the
+    # function's (mangled) name in its input section, and the namespace tells whose it is.
+    *(
+        ComponentRule(component, object=_LTRANS, input_section=_IN_SECTION + symbol)
+        for component, symbol in (
+            ("ethos_u_delegate", r"_Z[A-Z]*10executorch8backends3arm.*"),
+            ("ethos_u_driver", r"ethosu_.*"),
+            ("cortex_m_kernels", r"_Z[A-Z]*8cortex_m.*"),
+            ("kernel_registration", r"_Z[A-Z]*5torch8executor8function.*"),
+            ("portable_kernels", r"_Z[A-Z]*5torch8executor6native.*"),
+            ("runtime_core", _LTO_RUNTIME),
+            ("other_libraries", _CMSIS_DSP),
+            ("cmsis_nn", r"arm_.*"),
+        )
+    ),
     ComponentRule("libc", archive=_LIBC),
     ComponentRule("libc", object=_CRT),
     ComponentRule("zephyr_kernel", archive=_ZEPHYR_ARCHIVES),
