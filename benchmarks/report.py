@@ -139,6 +139,40 @@ def _against_tflm(res: dict[str, Any]) -> list[str]:
     ]
 
 
+def _tflm_lto_rows(res: dict[str, Any], path: Path) -> list[str]:
+    """armgen / TFLM built with LTO too (``tflm_lto.py`` writes ``tflm_lto.json``)."""
+    import json
+
+    if not path.is_file():
+        return []
+    d = json.loads(path.read_text())
+    cols = [(m, s) for m in MACHINES for s in SAMPLES]
+    rows = []
+    for label, key in (("static RAM", "ram_static"), ("flash excl. model", "flash_excl_model"),
+                       ("instructions", "instructions")):
+        cells = []
+        for m, s in cols:
+            a, t = _get(res, "armgen", m, s) or {}, (d.get(m) or {}).get(s) or {}
+            if a.get(key) and t.get(key):
+                r, diff = a[key] / t[key], a[key] - t[key]
+                cells.append(f"**{r:.3f}** ({diff:+,})" if r <= 1 else f"{r:.3f} ({diff:+,})")
+            else:
+                cells.append("–")
+        rows.append([label, *cells])
+    lto = [[f"{s} / {m}", n(e.get("flash_excl_model")), n(e.get("ram_static")), n(e.get("stack_reserved")),
+            n(e.get("instructions")), n(e.get("max_abs_diff_vs_litert"))]
+           for m in MACHINES for s in SAMPLES if (e := (d.get(m) or {}).get(s))]
+    return [
+        "## armgen / TFLM with LTO as well (`tflm_lto.py`; not TFLM's upstream build)\n",
+        "armgen links its images with `-flto`; TFLM's Makefile has no such option, so the grid above is armgen's "
+        "build against TFLM's. Here TFLM gets the same switch (every target, same arena search and stack rule).\n",
+        table(["", *[f"{s} {m[2:]}" for m, s in cols]], rows),
+        "",
+        table(["TFLM with LTO", "flash excl. model", "static RAM", "stack", "instructions", "max |diff| vs LiteRT"], lto),
+        "",
+    ]
+
+
 def _tflm_arena_rows(path: Path) -> list[str]:
     """TFLM's arena by allocation kind (``tflm_arena.py`` writes ``tflm_arena.json``)."""
     import json
@@ -251,6 +285,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
              "weights; armgen quantizes the float reference model itself with PT2E, TFLM runs the int8 reference file).\n")
 
     L.extend(_against_tflm(res))
+    L.extend(_tflm_lto_rows(res, out / "tflm_lto.json"))
     L.extend(_zephyr_rows(res, out / "zephyr.json"))
 
     # flash components
