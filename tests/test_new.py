@@ -55,7 +55,10 @@ def test_bare_metal_project_files(kws_spec):
         assert f"#define ARMGEN_POOL_PLANNED_{i}_SIZE {size}u" in pools_h
         assert f'section(".armgen_pool.planned_{i}"), aligned(16)' in pools_c
     assert f"#define ARMGEN_POOL_METHOD_SIZE {kws_spec.method_allocator_bound}u" in pools_h
-    assert f"#define ARMGEN_POOL_TEMP_SIZE {kws_spec.pool('temp').bytes}u" in pools_h
+    # kws has no temp pool: the lookup scratch of load_method borrows planned_1 (spec.load_scratch).
+    assert "#define ARMGEN_POOL_TEMP_SIZE 0u" in pools_h and kws_spec.load_scratch is not None
+    assert f"#define ARMGEN_LOAD_SCRATCH_SIZE {kws_spec.load_scratch[1]}u" in pools_h
+    assert "#define ARMGEN_LOAD_SCRATCH_BASE armgen_pool_planned_1" in pools_h
 
     # The linker script places every pool section in its region, NOLOAD, and the model in flash.
     ld = files["linker/kws.ld"].decode()
