@@ -256,7 +256,9 @@ def test_kws_ethos_u_corstone_320_links(tmp_path):
     sizes = _sizes(result.elf)
     print(f"corstone_320: clean build {result.seconds:.1f} s\n{sizes}")
     nm = subprocess.run(["arm-none-eabi-nm", "-C", str(result.elf)], capture_output=True, text=True).stdout
-    assert "ethosu_init" in nm and "EthosUBackend" in nm
+    # LTO inlines the driver's entry points (ethosu_init ...) into their callers; its driver list and
+    # the delegate's methods stay as symbols.
+    assert "EthosUBackend::execute" in nm and "registered_drivers" in nm
     assert "__cxa_begin_catch" not in nm  # no C++ exception support dragged in by the delegate
     rec = tomllib.loads((project / "armgen.toml").read_text())
     temp = [p for p in rec["pools"] if p["name"] == "temp"]
