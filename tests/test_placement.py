@@ -65,6 +65,19 @@ def test_pools_come_from_the_report_without_reading_the_program():
     assert all(p.section == f".armgen_pool.{p.name}" for p in spec.pools)
 
 
+def test_lookup_scratch_borrows_the_largest_planned_pool_when_planned_memory_is_idle_at_load():
+    report = _report(planned=(512, 20_464))
+    assert report.method_allocator is not None
+    idle = dataclasses.replace(report, method_allocator=dataclasses.replace(report.method_allocator, temp_load_only=True))
+    spec = make_spec(idle, load_board("qemu_mps3_an547"), name="s", pte_path=NO_FILE)
+    assert [p.name for p in spec.pools] == ["planned_1", "planned_2", "method"]
+    assert spec.load_scratch == ("planned_2", 448)
+    # no planned pool large enough: the temp pool stays
+    small = dataclasses.replace(idle, planned_buffers=(256,))
+    spec = make_spec(small, load_board("qemu_mps3_an547"), name="s", pte_path=NO_FILE)
+    assert spec.load_scratch is None and spec.pool("temp").bytes == 448
+
+
 def test_report_without_replay_falls_back_to_the_stats_bound():
     report = _report(method=None)
     method, temp = pool_sizes(report)

@@ -291,7 +291,32 @@ def plan_method_allocator(pte: bytes, vela_scratch: int = 0) -> MethodAllocatorP
     """
     temp = temp_pool_size(vela_scratch, pte)
     use = method_allocator_use(pte, temp)
-    return MethodAllocatorPlan(method_pool=_round_up(use, POOL_ALIGNMENT), temp_pool=temp, method_use=use)
+    return MethodAllocatorPlan(method_pool=_round_up(use, POOL_ALIGNMENT), temp_pool=temp, method_use=use,
+                               temp_load_only=temp > 0 and vela_scratch == 0 and planned_memory_idle_at_load(pte))
+
+
+def planned_memory_idle_at_load(pte: bytes) -> bool:
+    """Whether ``Method::init`` leaves every memory-planned buffer untouched.
+
+    It writes into planned memory only for a planned tensor that has initial values: a mutable
+    buffer whose data is in the program (``data_buffer_idx`` > 0, copied by ExecuTorch's
+    ``getTensorDataPtr``) or in an external ``.ptd`` (``extra_tensor_info``, ``load_data_into``).
+    Delegates are excluded as well: a backend's ``init`` may keep pointers into planned memory.
+    Source: ``runtime/executor/tensor_parser_exec_aten.cpp`` and ``method.cpp`` (ExecuTorch 1.5).
+
+    Raises:
+        ProgramError: ``pte`` is not an ExecuTorch program.
+    """
+    plan = _execution_plan(pte)
+    if plan.delegates:
+        return False
+    for v in plan.values:
+        t = v.val
+        if type(t).__name__ != "Tensor" or t.allocation_info is None:
+            continue
+        if t.data_buffer_idx != 0 or (t.extra_tensor_info is not None and t.extra_tensor_info.fully_qualified_name):
+            return False
+    return True
 
 
 def with_method_allocator(report: ProgramReport, pte: bytes) -> ProgramReport:

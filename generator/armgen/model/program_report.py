@@ -147,11 +147,17 @@ class MethodAllocatorPlan:
         temp_pool: bytes of the temp allocator the firmware hands over (the Vela scratch, or the
             operator-lookup scratch when that shrinks the method pool by more; 0: none).
         method_use: bytes ``Method::init`` takes from the method allocator with that temp pool (exact).
+        temp_load_only: the temp pool is used only while ``load_method`` runs: it holds just the
+            operator-lookup scratch (the program needs no temp memory to execute), the program has no
+            delegate, and no memory-planned tensor gets data before the first execute (no mutable
+            buffer with initial values). Planned memory is then idle during loading, so the firmware
+            may lend its start to the lookup scratch instead of reserving a temp pool.
     """
 
     method_pool: int
     temp_pool: int
     method_use: int
+    temp_load_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,9 @@ class ProjectRecord:
         lines += ["", "# Where the linker puts code, the .pte, .data/.bss and the stack (board region names)."]
         lines += ["[regions]"] + [f"{k} = {_toml_value(v)}" for k, v in self.regions.items()]
         lines += ["", "# Bytes. method_allocator_bound: see armgen.model.method_allocator."]
+        if "load_scratch" in self.memory:
+            lines += ["# load_scratch: the operator-lookup scratch of load_method, lent by the largest planned pool",
+                      "# (no temp pool; armgen.project.spec.load_scratch_host)."]
         lines += ["[memory]"] + [f"{k} = {_toml_value(v)}" for k, v in self.memory.items()]
         for p in self.pools:
             lines += ["", "[[pools]]"] + [f"{k} = {_toml_value(v)}" for k, v in p.as_dict().items()]

@@ -376,7 +376,8 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
         regions={"code": spec.code_region, "model": spec.model_region, "data": spec.data_region,
                  "stack": spec.stack_region},
         memory={"stack": "auto" if spec.stack_auto else spec.stack_size, "heap": spec.heap_size,
-                "method_allocator_bound": spec.method_allocator_bound},
+                "method_allocator_bound": spec.method_allocator_bound,
+                **({"load_scratch": spec.load_scratch[1]} if spec.load_scratch else {})},
         pools=tuple(PoolEntry(p.name, p.bytes, p.region, p.section) for p in spec.pools),
         budgets=dict(spec.budgets),
         frontend=spec.frontend.as_record() if spec.frontend is not None else None,
@@ -514,6 +515,7 @@ def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
         "pools": pools,
         "planned_pools": [p for p in pools if p.kind == "planned"],
         "temp_pool": next((p for p in pools if p.kind == "temp"), None),
+        "load_scratch": _load_scratch_context(spec),
         "regions": sorted(board.regions, key=lambda r: r.base),
         "code_region": spec.code_region,
         "model_region": spec.model_region,
@@ -541,6 +543,14 @@ def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
         "semihosting": _semihosting(spec),
         "frontend": _frontend_context(spec),
     }
+
+
+def _load_scratch_context(spec: ProjectSpec) -> dict[str, Any] | None:
+    """The planned pool lent to the operator-lookup scratch during load_method (spec.load_scratch)."""
+    if spec.load_scratch is None:
+        return None
+    pool, nbytes = spec.load_scratch
+    return {"pool": pool, "bytes": nbytes, "symbol": spec.pool(pool).symbol}
 
 
 def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:

@@ -218,6 +218,15 @@ class ProjectSpec:
                 return p
         raise KeyError(name)
 
+    @property
+    def load_scratch(self) -> tuple[str, int] | None:
+        """``(planned pool, bytes)`` that lends its start to the operator-lookup scratch while
+        ``load_method`` runs, in place of a temp pool; None when the project has a temp pool or none
+        is needed (:func:`load_scratch_host`)."""
+        if any(p.kind == "temp" for p in self.pools):
+            return None
+        return load_scratch_host(self.report)
+
 
 def cmsis_nn_optimization(board: Board) -> str:
     """The optimization flag for CMSIS-NN (its CMake cache variable ``CMSIS_OPTIMIZATION_LEVEL``).
@@ -652,10 +661,34 @@ def _pool_requests(report: ProgramReport, uses_npu: bool) -> tuple[list[_PoolReq
     ]
     method_bound, temp_size = pool_sizes(report)
     requests.append(_PoolRequest("method", method_bound, "method", None, False))
-    if temp_size > 0:
+    if temp_size > 0 and load_scratch_host(report) is None:
         # The NPU reads and writes the Vela scratch; the lookup scratch alone is CPU-only.
         requests.append(_PoolRequest("temp", temp_size, "temp", None, uses_npu and report.temp_allocator_size > 0))
     return requests, method_bound
+
+
+def load_scratch_host(report: ProgramReport) -> tuple[str, int] | None:
+    """The planned pool whose start holds the operator-lookup scratch during ``load_method``.
+
+    ExecuTorch's ``Method::resolve_operator`` takes the kernel-lookup scratch (``TensorMeta`` lists)
+    from the temp allocator and resets it after each operator; on the Cortex-M path nothing else
+    uses that allocator. When the program also leaves planned memory untouched until its first
+    execute (:attr:`~armgen.model.program_report.MethodAllocatorPlan.temp_load_only`), the firmware
+    hands the temp allocator the start of the largest planned pool for ``load_method`` and an empty
+    one afterwards, which is what TFLite Micro does with its arena's head during ``Prepare``. Saves
+    the temp pool's bytes (kws: 448 B).
+
+    Returns:
+        ``(pool name, scratch bytes)``, or None: keep a temp pool (Vela scratch, mutable buffers,
+        delegates, a report without the replay, or no planned pool large enough).
+    """
+    plan = report.method_allocator
+    if plan is None or not plan.temp_load_only or plan.temp_pool <= 0:
+        return None
+    sizes = list(report.planned_buffers)
+    if not sizes or max(sizes) < plan.temp_pool:
+        return None
+    return f"planned_{sizes.index(max(sizes)) + 1}", plan.temp_pool
 
 
 @dataclass(frozen=True)

@@ -158,16 +158,15 @@ int armgen_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap) {
   return (int)o.len;
 }
 
-/* Link-time replacements (bare metal: -Wl,--wrap=snprintf -Wl,--wrap=vsnprintf). `used`: under -flto
- * the linker resolves a wrapped call only after LTO has already dropped definitions nothing named. */
+/* Link-time replacements (bare metal: -Wl,--wrap=snprintf -Wl,--wrap=vsnprintf). */
 int __wrap_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap);
 int __wrap_snprintf(char* buf, size_t size, const char* fmt, ...);
 
-__attribute__((used)) int __wrap_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap) {
+int __wrap_vsnprintf(char* buf, size_t size, const char* fmt, va_list ap) {
   return armgen_vsnprintf(buf, size, fmt, ap);
 }
 
-__attribute__((used)) int __wrap_snprintf(char* buf, size_t size, const char* fmt, ...) {
+int __wrap_snprintf(char* buf, size_t size, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = armgen_vsnprintf(buf, size, fmt, ap);
