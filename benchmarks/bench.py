@@ -564,7 +564,9 @@ def _method_pool_breakdown(proj: Path) -> dict[str, int]:
     from armgen.model.method_allocator import method_allocator_breakdown
 
     rec = tomllib.loads((proj / "armgen.toml").read_text())
-    temp = next((p["bytes"] for p in rec.get("pools", []) if p["name"] == "temp"), 0)
+    # the temp allocator's size during load_method: a temp pool, or the load scratch a planned pool lends
+    temp = next((p["bytes"] for p in rec.get("pools", []) if p["name"] == "temp"), 0) \
+        or int(rec.get("memory", {}).get("load_scratch", 0))
     return method_allocator_breakdown((proj / rec["model"]["pte"]).read_bytes(), temp)
 
 

@@ -279,9 +279,9 @@ def write_md(res: dict[str, Any], out: Path) -> None:
                     "static RAM armgen", "static RAM TFLM", "planned pools reserved / used", "method + temp pools reserved / used",
                     "TFLM arena reserved / used", "stack high-water armgen / TFLM", "instructions armgen",
                     "instructions TFLM", "instr. armgen/TFLM"], rows))
-    L.append("\nAll sizes in bytes. armgen's temp pool holds only ExecuTorch's operator-lookup scratch during "
-             "`load_method` (ExecuTorch asks 28 B per kernel argument of it and uses 12 B per argument plus the dim "
-             "orders); without it that scratch would stay in the method pool. armgen's model is the `.pte`; TFLM's is the `.tflite` (both trained MLPerf Tiny "
+    L.append("\nAll sizes in bytes. No sample has a temp pool: ExecuTorch's operator-lookup scratch during "
+             "`load_method` (28 B asked per kernel argument) borrows the start of the planned pool, idle until the "
+             "first execute (`armgen.toml` `[memory] load_scratch`). armgen's model is the `.pte`; TFLM's is the `.tflite` (both trained MLPerf Tiny "
              "weights; armgen quantizes the float reference model itself with PT2E, TFLM runs the int8 reference file).\n")
 
     L.extend(_against_tflm(res))
