@@ -557,6 +557,33 @@ def _stack_sizing(proj: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def _product_run(proj: Path) -> dict[str, Any] | None:
+    """The product image's own run, ``build/stack-check.log``: what ``armgen build`` ran to check the sized
+    stack. It is the image as shipped, which writes its input in place before SysTick starts, as TFLM's
+    runner does; ``armgen run``'s variant copies the sample input inside the timed call (ad: 640 B)."""
+    from armgen.firmware.run import instructions_from_ticks, parse_firmware_output
+
+    log_path, sizing = proj / "build" / "stack-check.log", _stack_sizing(proj)
+    if not log_path.is_file() or not sizing:
+        return None
+    fw = parse_firmware_output(log_path.read_text(errors="replace"))
+    if fw.ticks is None or not fw.done:
+        return None
+    return {"ticks": fw.ticks, "instructions": instructions_from_ticks(fw.ticks, sizing["machine"]),
+            "log": "build/stack-check.log (armgen build's check run of the product image)"}
+
+
+def backfill_product_runs(results: dict[str, Any], cache: Path) -> None:
+    """Add ``instructions_product`` to armgen entries recorded before it existed, from the same run's
+    projects in the cache (their ``build/stack-check.log``)."""
+    for per in results.get("armgen", {}).values():
+        for e in per.values():
+            if isinstance(e, dict) and "instructions_product" not in e and e.get("project"):
+                pr = _product_run(Path(e["project"].replace("$ARMGEN_BENCH_CACHE", str(cache))))
+                if pr:
+                    e["product_run"], e["instructions_product"] = pr, pr["instructions"]
+
+
 def _method_pool_breakdown(proj: Path) -> dict[str, int]:
     """The method pool's bytes by allocation kind (armgen.model.method_allocator's replay of the project's .pte)."""
     import tomllib
@@ -662,6 +689,8 @@ class Armgen:
                 "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
                 "stack_used": (runrep.get("stack") or {}).get("used"),
                 "stack_sizing": _stack_sizing(proj),
+                "product_run": _product_run(proj),
+                "instructions_product": (_product_run(proj) or {}).get("instructions"),
                 "method_pool_breakdown": _method_pool_breakdown(proj),
                 "max_lsb_diff": runrep.get("max_lsb_diff"),
             })
@@ -892,7 +921,7 @@ class Compare:
                          ("tflm", Path(tflm["elf"]) if tflm and tflm.get("elf") else None)):
             if elf is None or not elf.exists():
                 continue
-            log(f"profiling {who} {sample} on {machine} (QEMU -d exec)")
+            log(f"profiling {who} {sample} on {machine} (QEMU instruction-count plugin)")
             r = profile_elf(elf, MACHINES[machine])
             out[who] = {"total": r["total"], "functions": dict(list(r["functions"].items())[:top]),
                         "command": f"python benchmarks/insn_profile.py {elf} {MACHINES[machine]}"}
@@ -927,6 +956,25 @@ class Compare:
 # ---------------------------------------------------------------------------------------------
 # main
 # ---------------------------------------------------------------------------------------------
+def script_arguments(description: str, out: str) -> argparse.Namespace:
+    """The options the side scripts (``tflm_arena.py``, ``tflm_lto.py``) share with bench.py."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--samples", default="kws,vww,ic,ad")
+    ap.add_argument("--machines", default="an547,an386")
+    ap.add_argument("--cache", type=Path,
+                    default=Path(os.environ.get("ARMGEN_BENCH_CACHE", Path.home() / ".cache/armgen-bench")))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=HERE / out)
+    return ap.parse_args()
+
+
+def write_side_result(path: Path, res: dict[str, Any]) -> int:
+    """Write a side script's JSON (sorted keys, like results.json) and say where; the script's exit status."""
+    path.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="benchmarks/run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", default="kws,vww,ic,ad", help="comma-separated subset of kws,vww,ic,ad")
@@ -1036,6 +1084,9 @@ def main(argv: list[str] | None = None) -> int:
             if "vela" in which:
                 c["vela"] = cmp_.vela([x for x in ("kws", "vww") if x in samples] or ["kws", "vww"])
                 save()
+    backfill_product_runs(results, a.cache)
+    if a.report_only:
+        save()
     from report import write_report
 
     # results.md/.svg from the same machine-path-free form as results.json

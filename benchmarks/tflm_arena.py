@@ -17,9 +17,6 @@ Needs the same workspace as bench.py's TFLM side (``armgen workspace init --benc
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -60,20 +57,11 @@ def measure(machines: list[str], samples: list[str], cache: Path, jobs: int) -> 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", default="kws,vww,ic,ad")
-    ap.add_argument("--machines", default="an547,an386")
-    ap.add_argument("--cache", type=Path,
-                    default=Path(os.environ.get("ARMGEN_BENCH_CACHE", Path.home() / ".cache/armgen-bench")))
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=bench.HERE / "tflm_arena.json")
-    a = ap.parse_args()
+    a = bench.script_arguments(__doc__.splitlines()[0], "tflm_arena.json")
     res = measure(a.machines.split(","), a.samples.split(","), a.cache, a.jobs)
     res["how"] = ("TFLM runner built with TFLM_RECORD_ARENA=ON (RecordingMicroInterpreter), one inference on QEMU; "
                   "bytes are RecordingMicroAllocator's used_bytes per RecordedAllocationType")
-    a.out.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {a.out}")
-    return 0
+    return bench.write_side_result(a.out, res)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,6 @@ Needs the same workspace as bench.py's TFLM side (``armgen workspace init --benc
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
@@ -30,23 +27,14 @@ KEYS = ("flash", "flash_excl_model", "ram_static", "arena_reserved", "stack_rese
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", default="kws,vww,ic,ad")
-    ap.add_argument("--machines", default="an547,an386")
-    ap.add_argument("--cache", type=Path,
-                    default=Path(os.environ.get("ARMGEN_BENCH_CACHE", Path.home() / ".cache/armgen-bench")))
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=bench.HERE / "tflm_lto.json")
-    a = ap.parse_args()
+    a = bench.script_arguments(__doc__.splitlines()[0], "tflm_lto.json")
     tflm = bench.Tflm(a.cache / "tflm-lto", a.jobs)
     tflm.extra_defs = {"CMAKE_INTERPROCEDURAL_OPTIMIZATION": "ON"}
     full = tflm.measure(a.machines.split(","), a.samples.split(","), clean=True)
     res: dict = {m: {s: {k: e.get(k) for k in KEYS} for s, e in per.items()} for m, per in full.items()}
     res["how"] = ("bench.py's Tflm.measure (same arena search and stack rule) with "
                   "-DCMAKE_INTERPROCEDURAL_OPTIMIZATION=ON for every target of benchmarks/tflm")
-    a.out.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {a.out}")
-    return 0
+    return bench.write_side_result(a.out, res)
 
 
 if __name__ == "__main__":
