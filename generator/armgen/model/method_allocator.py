@@ -295,8 +295,15 @@ def plan_method_allocator(pte: bytes, vela_scratch: int = 0) -> MethodAllocatorP
                                temp_load_only=temp > 0 and vela_scratch == 0 and planned_memory_idle_at_load(pte))
 
 
+#: Operators whose kernels take temp memory while the method executes (``ctx.allocate_temp``): in
+#: ExecuTorch 1.5 only the portable ``topk`` (``kernels/portable/cpu/op_topk.cpp``); cortex_m and
+#: quantized kernels take none. A program with one keeps its temp pool.
+RUNTIME_TEMP_OPERATORS = frozenset({"aten::topk"})
+
+
 def planned_memory_idle_at_load(pte: bytes) -> bool:
-    """Whether ``Method::init`` leaves every memory-planned buffer untouched.
+    """Whether ``Method::init`` leaves every memory-planned buffer untouched and nothing needs the temp
+    allocator once the method runs (no operator of :data:`RUNTIME_TEMP_OPERATORS`).
 
     It writes into planned memory only for a planned tensor that has initial values: a mutable
     buffer whose data is in the program (``data_buffer_idx`` > 0, copied by ExecuTorch's
@@ -308,7 +315,7 @@ def planned_memory_idle_at_load(pte: bytes) -> bool:
         ProgramError: ``pte`` is not an ExecuTorch program.
     """
     plan = _execution_plan(pte)
-    if plan.delegates:
+    if plan.delegates or any(op.name in RUNTIME_TEMP_OPERATORS for op in plan.operators):
         return False
     for v in plan.values:
         t = v.val

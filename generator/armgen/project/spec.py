@@ -680,7 +680,8 @@ def load_scratch_host(report: ProgramReport) -> tuple[str, int] | None:
 
     Returns:
         ``(pool name, scratch bytes)``, or None: keep a temp pool (Vela scratch, mutable buffers,
-        delegates, a report without the replay, or no planned pool large enough).
+        delegates, a kernel that takes temp memory while it runs such as portable ``topk``, a report
+        without the replay, or no planned pool large enough).
     """
     plan = report.method_allocator
     if plan is None or not plan.temp_load_only or plan.temp_pool <= 0:
