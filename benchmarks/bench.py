@@ -689,8 +689,8 @@ class Armgen:
                 "stack_reserved": (runrep.get("stack") or {}).get("reserved"),
                 "stack_used": (runrep.get("stack") or {}).get("used"),
                 "stack_sizing": _stack_sizing(proj),
-                "product_run": _product_run(proj),
-                "instructions_product": (_product_run(proj) or {}).get("instructions"),
+                "product_run": (product := _product_run(proj)),
+                "instructions_product": (product or {}).get("instructions"),
                 "method_pool_breakdown": _method_pool_breakdown(proj),
                 "max_lsb_diff": runrep.get("max_lsb_diff"),
             })
