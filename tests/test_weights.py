@@ -14,7 +14,10 @@ litert = pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-liter
 
 
 def _weights(name):
-    path = mlperf_dir() / sample_module(name).WEIGHTS_FILE
+    folder = mlperf_dir()
+    if folder is None:
+        pytest.skip("no trained MLPerf Tiny weights: ARMGEN_MLPERF_DIR is not set (and no ../shared beside the checkout)")
+    path = folder / sample_module(name).WEIGHTS_FILE
     if not path.is_file():
         pytest.skip(f"{path} not available")
     return path
