@@ -37,7 +37,7 @@ from armgen.firmware.size import (
     resolve_budgets,
     size_elf,
 )
-from armgen.firmware.size_plot import render_region_svg
+from armgen.firmware.size.plot import render_region_svg
 
 GCC = shutil.which("arm-none-eabi-gcc")
 AR = shutil.which("arm-none-eabi-ar")

@@ -202,7 +202,7 @@ def _record_map(project: ProjectRecord, elf: Path) -> Path | None:
 def _write_svg(elf: Path, report: Any) -> str | None:
     """Write ``<elf stem>.size.svg`` beside the ELF (only when it changed); its path, or None when it
     cannot be written (a warning, not an error)."""
-    from armgen.firmware.size_plot import render_region_svg
+    from armgen.firmware.size.plot import render_region_svg
 
     svg_path = elf.with_name(elf.stem + ".size.svg")
     svg = render_region_svg(report)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from html import escape
 
-from armgen.firmware.size import COMPONENT_LABELS, UNATTRIBUTED, ElfSizeReport
+from armgen.firmware.size.records import ElfSizeReport
+from armgen.firmware.size.rules import COMPONENT_LABELS, UNATTRIBUTED
 
 #: Fixed colour per component key (colour-blind-friendly Okabe-Ito first, then greys/others).
 COMPONENT_COLOURS: dict[str, str] = {
