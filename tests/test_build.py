@@ -21,6 +21,7 @@ from _programs import armgen, compiled, workspace_missing
 
 from armgen.boards import load_board
 from armgen.firmware.build import TOOLCHAIN_PACKAGES, build_project
+from armgen.firmware.size import validate_report
 from armgen.project.record import load_project
 from armgen.errors import BuildError
 from armgen.project.render import render_project, write_project
@@ -155,6 +156,9 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
     assert result.map == project / "build" / "kws.map" and result.map.is_file()
     assert result.compiled > 0
     print(f"{board}: clean build {result.seconds:.1f} s, {result.compiled} files\n{_sizes(result.elf)}")
+    sized = armgen("size", str(project), "--json")
+    assert sized.returncode == 0, sized.stderr
+    validate_report(json.loads(sized.stdout), f"armgen size --json of {project}")  # the size report schema
 
     # The firmware checks its planned pools against MethodMeta and prints what it used.
     run = _qemu(result.elf, machine, cpu, project)

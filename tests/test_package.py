@@ -60,6 +60,7 @@ def test_wheel_holds_every_data_file(wheel):
         missing = [p.relative_to(REPO).as_posix() for p in files
                    if f"armgen/data/{folder}/{p.relative_to(REPO / folder).as_posix()}" not in names]
         assert not missing, f"not in the wheel: {missing}"
+    assert "armgen/firmware/size/size_report.schema.json" in names  # package data of armgen.firmware.size
 
 
 def test_editable_install_finds_the_checkouts_folders():

@@ -2,7 +2,7 @@
 
 No workspace needed: every ELF is compiled and linked here (CI installs gcc-arm-none-eabi). Only the
 tests that compile (marker ``needs_gcc``) skip without the cross toolchain; the pure ones (map
-parsing, classify, the budget grammar, bad input) run anywhere.
+parsing, classify, the budget grammar, the report schema, bad input) run anywhere.
 """
 
 from __future__ import annotations
@@ -15,29 +15,40 @@ import struct
 import subprocess
 import sys
 import tomllib
+import typing
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from armgen.boards import load_board
 from armgen.cli import main
 from armgen.errors import SizeError
-from armgen.paths import workspace_dir
+from armgen.paths import BOARDS_DIR, workspace_dir
 from armgen.firmware.size import (
+    COMPONENT_LABELS,
     COMPONENT_RULES,
+    SCHEMA_VERSION,
     ZEPHYR_ROM_SECTIONS,
     ZEPHYR_STACKS,
+    Attribution,
     ElfSizeReport,
+    Memory,
+    Role,
     SizeBudgets,
+    StackSize,
+    Violation,
     check_budgets,
     classify,
     compare_reports,
     parse_budget_table,
     parse_map,
     parse_size,
+    report_schema,
     resolve_budgets,
     size_elf,
+    validate_report,
 )
 from armgen.firmware.size.plot import render_region_svg
 
@@ -1021,3 +1032,157 @@ def test_real_zephyr_image(tmp_path: Path) -> None:
     for name in ("rom_start", "sw_isr_table"):
         s = next(s for s in rep["sections"] if s["name"] == name)
         assert "W" in s["flags"] and s["role"] in ("code", "rodata") and s["flash"] == s["size"]
+
+
+# ------------------------------------------------------------------------------- the JSON report's schema
+
+def test_schema_is_draft_2020_12_and_names_what_the_code_writes() -> None:
+    """The schema shipped in the package is valid 2020-12 and its enums are the code's own lists."""
+    schema = report_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    defs = schema["$defs"]
+    assert defs["report"]["properties"]["schema_version"] == {"const": SCHEMA_VERSION}
+    assert defs["component"]["enum"] == list(COMPONENT_LABELS)
+    assert {r.component for r in COMPONENT_RULES} <= set(COMPONENT_LABELS)
+    assert defs["section"]["properties"]["role"]["enum"] == list(typing.get_args(Role))
+    assert defs["report"]["properties"]["attribution"]["enum"] == list(typing.get_args(Attribution))
+    assert defs["memory"]["enum"] == list(typing.get_args(Memory))
+    assert defs["stack"]["properties"]["kind"]["enum"] == list(typing.get_args(typing.get_type_hints(StackSize)["kind"]))
+    kinds = typing.get_args(typing.get_type_hints(Violation)["kind"])
+    assert defs["violation"]["properties"]["kind"]["enum"] == list(kinds)
+    boards = json.loads((BOARDS_DIR / "schema.json").read_text())
+    board_kinds = boards["properties"]["regions"]["items"]["properties"]["kind"]["enum"]
+    assert defs["region"]["properties"]["kind"]["enum"] == board_kinds
+    assert report_schema() is not schema  # a fresh copy each call
+
+
+def _size_json(*args: str, code: int = 0) -> dict:
+    got, out, err = invoke("size", *args, "--json")
+    assert got == code, err
+    return json.loads(out)
+
+
+def _closed_keys(doc: dict) -> None:
+    """Every key the CLI writes is a required key of the schema: nothing is optional by accident."""
+    defs = report_schema()["$defs"]
+    assert set(doc["report"]) == set(defs["report"]["required"])
+    assert set(doc["budgets"]) == set(defs["budgets"]["required"])
+    for s in doc["report"]["sections"]:
+        assert set(s) == set(defs["section"]["required"]), s["name"]
+        for p in s["placements"]:
+            assert set(p) == set(defs["placement"]["required"])
+    for key, item in (("regions", "region"), ("pools", "pool"), ("stacks", "stack"), ("misplaced", "misplacement")):
+        for x in doc["report"][key]:
+            assert set(x) == set(defs[item]["required"]), key
+    for v in doc["violations"]:
+        assert set(v) == set(defs["violation"]["required"])
+    if "compare" in doc:
+        assert set(doc["compare"]) == set(defs["comparison"]["required"])
+
+
+@needs_gcc
+def test_real_reports_match_the_schema(tmp_path: Path, fw: tuple[Path, Path], board_file: Path) -> None:
+    """`armgen size --json` of real ELFs: map, DWARF and symbol attribution, no board, every violation kind,
+    misplaced sections, --compare, and a Zephyr-like project with stacks and heaps."""
+    elf, _ = fw
+    docs: dict[str, dict] = {}
+    docs["board, map"] = _size_json(str(elf), "--board", str(board_file))
+    docs["no board"] = _size_json(str(elf))
+    r = size_elf(elf, load_board(board_file), fw[1])
+    f = tmp_path / "b.toml"
+    f.write_text(f'[budgets]\nflash = {r.flash - 10}\nram = 100\n[budgets.regions]\nRAM = 1000\n'
+                 '[budgets.components]\napp = "1 KiB"\ncmsis_nn = { ram = 200 }\nmodel = { total = "4 KiB" }\n')
+    grown, _ = build_fw(tmp_path / "grown", ro_n=1024)
+    docs["over budget, compare"] = _size_json(str(grown), "--board", str(board_file), "--budget", str(f),
+                                              "--compare", str(elf), code=1)
+    assert {v["kind"] for v in docs["over budget, compare"]["violations"]} == {"flash", "ram", "region", "component"}
+    misplaced, _ = build_fw(tmp_path / "extra", wrongplace="> EXTRA")
+    docs["misplaced"] = _size_json(str(misplaced), "--board", str(board_file), code=1)
+    assert docs["misplaced"]["report"]["misplaced"][0]["region"] is None
+    dwarf = tmp_path / "dwarf" / "fw.elf"  # no map beside it
+    dwarf.parent.mkdir()
+    shutil.copy(elf, dwarf)
+    docs["dwarf"] = _size_json(str(dwarf), "--board", str(board_file))
+    nodebug, nodebug_map = build_fw(tmp_path / "nodebug", debug=False)
+    nodebug_map.unlink()
+    docs["symbols"] = _size_json(str(nodebug))
+    proj = tmp_path / "zapp"
+    build_zephyr_like(proj)
+    (proj / "armgen.toml").write_text(ZEPHYR_RECORD.format(board=board_file, region="RAM").replace(
+        "zephyr_final.map", "zephyr.map") + '\n[budgets.components]\nzephyr_kernel = "64 KiB"\n')
+    docs["zephyr"] = _size_json(str(proj))
+    assert {d["report"]["attribution"] for d in docs.values()} == {"map", "dwarf", "symbols"}
+    assert docs["zephyr"]["report"]["stacks"] and docs["zephyr"]["report"]["pools"]
+    for what, doc in docs.items():
+        validate_report(doc, what)
+        _closed_keys(doc)
+
+
+@needs_gcc
+def test_schema_rejects_renamed_missing_and_mistyped_fields(fw: tuple[Path, Path], board_file: Path) -> None:
+    """The schema is not vacuous: each broken copy of a real report fails, in one line naming the field."""
+    good = _size_json(str(fw[0]), "--board", str(board_file))
+    validate_report(good)
+
+    def broken(change) -> SizeError:
+        doc = json.loads(json.dumps(good))
+        change(doc)
+        with pytest.raises(SizeError) as info:
+            validate_report(doc, "base.json")
+        message = info.value.message
+        assert message.startswith("base.json does not match the size report schema: ") and "\n" not in message
+        assert len(message) < 400, message
+        return info.value
+
+    def rename(d: dict, old: str, new: str) -> None:
+        d[new] = d.pop(old)
+
+    assert "report: missing field 'flash'" in broken(lambda d: d["report"].pop("flash")).message
+    assert "(top level): missing field 'budgets'" in broken(lambda d: d.pop("budgets")).message
+    e = broken(lambda d: rename(d["report"]["regions"][1], "used", "used_bytes"))
+    assert "report.regions[1](RAM): " in e.message and "used" in e.message
+    e = broken(lambda d: rename(d["report"], "stacks", "stack_list"))
+    assert "report: " in e.message and "stack" in e.message
+    assert "report.ram: is string, not integer" in broken(lambda d: d["report"].update(ram="16 KiB")).message
+    e = broken(lambda d: d["report"]["sections"][0].update(size=-1))
+    assert "report.sections[0](.text).size: " in e.message
+    e = broken(lambda d: d["report"]["sections"][0].update(role="heap"))
+    assert "report.sections[0](.text).role: value 'heap' is not one of: 'code'" in e.message
+    e = broken(lambda d: d["report"]["components"].update(runtime={"flash": 1, "ram": 0}))
+    assert "report.components: key 'runtime' is not one of: 'runtime_core'" in e.message
+    e = broken(lambda d: d["report"]["sections"][0]["placements"][0].update(memory="rom"))
+    assert "report.sections[0](.text).placements[0].memory: value 'rom' is not one of: 'flash', 'ram'" in e.message
+    assert "within_budget: is string, not boolean" in broken(lambda d: d.update(within_budget="yes")).message
+    assert "unknown field 'symbols'" in broken(lambda d: d["report"].update(symbols=[])).message
+    e = broken(lambda d: d["report"].update(schema_version=2))
+    assert "report.schema_version: value 2 is not 1" in e.message and e.hint and "schema_version 2" in e.hint
+
+
+#: Built projects to size when named (`armgen new ... && armgen build ...`; bare metal and Zephyr).
+_REAL_PROJECTS = {"baremetal": "ARMGEN_SIZE_PROJECT", "zephyr": "ARMGEN_SIZE_ZEPHYR_PROJECT"}
+
+
+@pytest.mark.parametrize("rtos", sorted(_REAL_PROJECTS))
+def test_real_project_report_matches_the_schema(tmp_path: Path, rtos: str) -> None:
+    """The report of a project armgen generated and built (bare metal, Zephyr) matches the schema."""
+    var = _REAL_PROJECTS[rtos]
+    if not os.environ.get(var):
+        pytest.skip(f"{var} names no built {rtos} project (armgen new ... --rtos {rtos}, then armgen build)")
+    src = Path(os.environ[var])
+    record_path = src / "armgen.toml"
+    record = tomllib.loads(record_path.read_text()) if record_path.is_file() else {}
+    if record.get("rtos", "baremetal") != rtos or "elf" not in record or "map" not in record:
+        pytest.skip(f"{var}={src} is not an armgen {rtos} project with elf and map keys in its armgen.toml")
+    if not ((src / record["elf"]).is_file() and (src / record["map"]).is_file()):
+        pytest.skip(f"{var}={src} is not built (armgen build {src})")
+    proj = tmp_path / src.name  # a copy: the CLI writes the SVG next to the ELF
+    for rel in ("armgen.toml", record["elf"], record["map"]):
+        (proj / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src / rel, proj / rel)
+    doc = _size_json(str(proj))
+    validate_report(doc, f"armgen size --json of {src}")
+    _closed_keys(doc)
+    assert doc["report"]["attribution"] == "map" and doc["report"]["board"] == record["board"]
+    if rtos == "zephyr":
+        assert doc["report"]["components"]["zephyr_kernel"]["flash"] > 0

@@ -20,6 +20,7 @@ import pytest
 from _programs import armgen
 
 from armgen.firmware.build import resolve_workspace
+from armgen.firmware.size import validate_report
 from armgen.workspace import Workspace
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -81,6 +82,7 @@ def _size_checked(project: Path) -> dict:
     r = armgen("size", str(project), "--json")
     _ok(r, "armgen size")
     data = json.loads(r.stdout)
+    validate_report(data, f"armgen size --json of {project}")  # the size report schema, on a real Zephyr image
     assert data["within_budget"] and not data["violations"]
     report = data["report"]
     assert report["elf"].endswith("build/zephyr/zephyr.elf")  # the product image

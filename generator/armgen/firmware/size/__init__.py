@@ -30,6 +30,9 @@ Budgets (:class:`SizeBudgets`) come from the board, the project's ``armgen.toml`
 a ``--budget`` file, in that order (see :func:`resolve_budgets`); :func:`check_budgets` returns the
 list of :class:`Violation`\\ s, empty when the ELF is within budget.
 
+The JSON of ``armgen size --json`` is described by ``size_report.schema.json`` (JSON Schema 2020-12,
+shipped in the wheel): :func:`report_schema`, :func:`validate_report`.
+
 Modules, in the order data flows through them:
 
     rules        components as data: :data:`COMPONENT_RULES`, :func:`classify`, Zephyr's names
@@ -40,6 +43,7 @@ Modules, in the order data flows through them:
     analyse      :func:`size_elf`
     budgets      :class:`SizeBudgets`, :func:`resolve_budgets`, :func:`check_budgets`
     compare      :func:`compare_reports`
+    schema       the JSON Schema of the ``--json`` document
     plot         the SVG of each region's fill
 """
 
@@ -81,10 +85,12 @@ from armgen.firmware.size.rules import (
     ComponentRule,
     classify,
 )
+from armgen.firmware.size.schema import SCHEMA_FILE, report_schema, validate_report
 
 __all__ = [
     "COMPONENT_LABELS",
     "COMPONENT_RULES",
+    "SCHEMA_FILE",
     "SCHEMA_VERSION",
     "UNATTRIBUTED",
     "ZEPHYR_HEAPS",
@@ -118,6 +124,8 @@ __all__ = [
     "parse_budget_table",
     "parse_map",
     "parse_size",
+    "report_schema",
     "resolve_budgets",
     "size_elf",
+    "validate_report",
 ]

@@ -1,12 +1,14 @@
 """The size report's records (all sizes in bytes): sections, placements, regions, components, pools,
-stacks and misplaced sections, gathered in :class:`ElfSizeReport` (JSON through :meth:`ElfSizeReport.to_dict`)."""
+stacks and misplaced sections, gathered in :class:`ElfSizeReport` (JSON through :meth:`ElfSizeReport.to_dict`,
+described by ``size_report.schema.json``)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-#: Version of the JSON layout written by :meth:`ElfSizeReport.to_dict`.
+#: Version of the JSON layout written by :meth:`ElfSizeReport.to_dict`; ``size_report.schema.json`` describes
+#: it (``report.schema_version``'s ``const``): change both together.
 SCHEMA_VERSION = 1
 
 Memory = Literal["flash", "ram"]
