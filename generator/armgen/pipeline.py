@@ -47,14 +47,9 @@ def new_project(
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
     """
     from armgen.boards import load_board
+    from armgen.project.options import DEFAULT_STACK_SIZE, check_stack_auto, check_stack_size, resolve_options
     from armgen.project.render import render_project, write_project_result
-    from armgen.project.spec import (
-        DEFAULT_STACK_SIZE,
-        check_stack_auto,
-        check_stack_size,
-        make_spec,
-        resolve_options,
-    )
+    from armgen.project.spec import make_spec
 
     # Cheap checks first: nothing is compiled or written for bad input.
     board = load_board(board_name)
@@ -140,7 +135,7 @@ def _frontend(kind: str, source: str, rtos: str) -> tuple[Any, tuple[str, ...]]:
     """
     from armgen.model.frontend import FRONTEND_KINDS, frontend_from_declaration
     from armgen.model.model_source import declared_frontend
-    from armgen.project.spec import check_frontend_rtos
+    from armgen.project.options import check_frontend_rtos
 
     if kind not in FRONTEND_KINDS:
         raise ProjectError(f"--frontend {kind!r} is not one of: {', '.join(FRONTEND_KINDS)}")

@@ -34,8 +34,9 @@ from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
 from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
+from armgen.project.options import reads_input_file, validate_name
 from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord
-from armgen.project.spec import ProjectSpec, reads_input_file, validate_name
+from armgen.project.spec import ProjectSpec
 
 #: Values per line in generated C arrays.
 _PER_LINE = 12
@@ -561,7 +562,7 @@ def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:
         return None
     tables = fe.tables()
     io = spec.inputs[0]
-    assert io.scale is not None and io.zero_point is not None  # checked by spec.check_frontend
+    assert io.scale is not None and io.zero_point is not None  # checked by options.check_frontend
     return {
         "params": fe,
         "num_frames": fe.num_frames,
