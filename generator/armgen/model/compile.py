@@ -17,7 +17,7 @@ Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
      dequantize left outside the delegate become ``cortex_m::`` ops (``ReplaceQuantNodesPass``),
      as upstream does.
 
-   The boundary quantize/dequantize are then removed with ExecuTorch's ``QuantizeInputs`` /
+   The boundary quantize/dequantize are removed with ExecuTorch's ``QuantizeInputs`` /
    ``QuantizeOutputs`` so the program takes and returns int8 tensors; their scale and zero
    point are recorded in the report (the firmware quantizes its float input with them).
 4. ``to_executorch()`` with ExecuTorch's default memory planning (for Cortex-M, armgen's
@@ -26,6 +26,9 @@ Flow (each step is ExecuTorch's / PyTorch's own API, wrapped):
    the ``.pte`` is read back
    (:mod:`armgen.model.inspect_program`) to fill the report, which fails when a non-delegated
    operator has no kernel in the libraries armgen links.
+
+Which graph passes run at each step, and in what order: :mod:`armgen.model.passes.order` (this
+module runs its lists). Vela's compile spec and summary: :mod:`armgen.model.vela`.
 
 Outputs in ``out_dir`` (written to a temporary folder first, then moved in):
 ``<name>.pte``, ``<name>.report.json``, ``<name>.pt2`` (the quantized ``torch.export``
@@ -61,6 +64,7 @@ import numpy as np
 import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
+from armgen.model import vela
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
 from armgen.model.layer_support import check_layers
 from armgen.model.lowered_program import exact_integer_convolution, save_lowered_program
@@ -68,6 +72,7 @@ from armgen.model.model_source import ModelSource, load_calibration, resolve_mod
 from armgen.model.placement import float_fallback_warnings, layers_of
 from armgen.model.program_report import ProgramReport, VelaInfo
 from armgen.model.tensors import to_memory_order, with_dim_order
+from armgen.model.vela import parse_vela_summary  # part of this module's API (__all__)
 
 log = logging.getLogger(__name__)
 
@@ -210,83 +215,36 @@ def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
             zf.writestr(info, buf.getvalue())
 
 
-_VELA_PATTERNS = {
-    "sram_bytes": re.compile(r"^Total SRAM used\s+([\d.]+)\s+KiB", re.M),
-    "flash_bytes": re.compile(r"^Total (?:Off-chip Flash|On-chip Flash|DRAM) used\s+([\d.]+)\s+KiB", re.M),
-    "cycles": re.compile(r"^Total cycles\s+(\d+)\s+cycles/batch", re.M),
-}
-
-
-def parse_vela_summary(text: str) -> list[dict[str, int | None]]:
-    """Parse Vela's printed network summaries (one per delegate) into bytes/cycles.
-
-    Vela prints sizes in KiB with two decimals; they are converted to bytes (rounded), so they
-    are estimates, not exact sizes. The exact sizes come from the delegate blob.
-    """
-    out = []
-    for chunk in re.split(r"(?=^Network summary for)", text, flags=re.M):
-        if not chunk.startswith("Network summary for"):
-            continue
-        facts: dict[str, int | None] = {}
-        for key, pat in _VELA_PATTERNS.items():
-            m = pat.search(chunk)
-            if m is None:
-                facts[key] = None
-            elif key == "cycles":
-                facts[key] = int(m.group(1))
-            else:
-                facts[key] = int(round(float(m.group(1)) * 1024))
-        out.append(facts)
-    return out
-
-
 # ---- lowering ------------------------------------------------------------------------------
 
 def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
     from executorch.backends.cortex_m.edge_compile_config import cortex_m_edge_compile_config
     from executorch.backends.cortex_m.passes.cortex_m_pass_manager import CortexMPassManager
     from executorch.backends.cortex_m.target_config import CortexMTargetConfig
-    from executorch.backends.transforms.remove_clone_ops import RemoveCloneOpsTransform
     from executorch.exir import to_edge_transform_and_lower
 
-    from armgen.model.passes.remove_noop_pad import RemoveNoOpPadPass
-    from armgen.model.passes.single_channel_depthwise_to_conv import SingleChannelDepthwiseToConvPass
+    from armgen.model.passes import order
 
     edge = to_edge_transform_and_lower(
         qep,
-        transform_passes=[RemoveCloneOpsTransform()],
+        transform_passes=[order.build(p) for p in order.EDGE_TRANSFORMS],
         compile_config=cortex_m_edge_compile_config(),
     )
     ins, outs = _boundary_qparams(edge.exported_program())
     edge = _quantize_io(edge, ins, outs)
     target_config = CortexMTargetConfig.from_target_string(cpu)
     program = CortexMPassManager(edge.exported_program(), target_config=target_config).transform()
-    # armgen's passes after upstream's: one-channel depthwise convolutions as regular ones without MVE,
-    # and no copy for a pad that pads nothing.
-    SingleChannelDepthwiseToConvPass(program, target_config.backend).call(program.graph_module)
-    RemoveNoOpPadPass().call(program.graph_module)
+    for pass_cls in order.AFTER_CORTEX_M_PASSES:  # armgen's, in place on the lowered graph
+        order.build(pass_cls, exported_program=program, backend=target_config.backend).call(program.graph_module)
     edge._edge_programs["forward"] = program
     return edge, ins, outs
 
 
-def _ethos_u_spec(target: str, system_config: str | None, memory_mode: str | None, vela_config_file: str | None):
-    from executorch.backends.arm.ethosu import EthosUCompileSpec
-
-    # --verbose-cycle-estimate makes Vela print its cycle estimate in the network summary.
-    kwargs: dict[str, Any] = {
-        "system_config": system_config,
-        "memory_mode": memory_mode,
-        "extra_flags": ["--verbose-cycle-estimate"],
-    }
-    if vela_config_file is not None:
-        kwargs["config_ini"] = str(vela_config_file)
-    return EthosUCompileSpec(target, **kwargs)
-
-
 def _lower_ethos_u(qep: Any, spec: Any) -> tuple[Any, list, list]:
     from executorch.backends.arm.ethosu import EthosUPartitioner
-    from executorch.backends.cortex_m.passes.replace_quant_nodes_pass import ReplaceQuantNodesPass
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    from armgen.model.passes import order
 
     edge = to_edge_transform_and_lower(
         qep,
@@ -295,15 +253,8 @@ def _lower_ethos_u(qep: Any, spec: Any) -> tuple[Any, list, list]:
     )
     ins, outs = _boundary_qparams(edge.exported_program())
     edge = _quantize_io(edge, ins, outs)
-    edge = edge.transform([ReplaceQuantNodesPass()])
+    edge = edge.transform([order.build(p) for p in order.AFTER_PARTITION_ETHOS_U])
     return edge, ins, outs
-
-
-def _flag(spec: Any, key: str) -> str:
-    for f in spec.compiler_flags:
-        if f.startswith(key + "="):
-            return f.split("=", 1)[1]
-    return ""
 
 
 # ---- the stage -----------------------------------------------------------------------------
@@ -375,7 +326,7 @@ def compile_model(
     lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
     layers = layers_of(edge.exported_program())  # the model's layer of each kernel call, before emitting
     pte_bytes = _to_pte(edge, target, vela_text)
-    vela_infos = _vela_infos(backend, target, spec, vela_text, notes)
+    vela_infos = vela.vela_infos(target, spec, vela_text, notes) if backend == "ethos-u" else ()
 
     report, files = _program_report(pte_bytes, name, backend, target, cpu, in_q, out_q, vela_infos, warns,
                                     lowered is not None, layers)
@@ -460,8 +411,8 @@ def _lower(
             if backend == "cortex-m":
                 edge, in_q, out_q = _lower_cortex_m(qep, cpu)
             else:
-                spec = _ethos_u_spec(target, system_config, memory_mode,
-                                     str(vela_config_file) if vela_config_file else None)
+                spec = vela.ethos_u_compile_spec(target, system_config, memory_mode,
+                                                 str(vela_config_file) if vela_config_file else None)
                 edge, in_q, out_q = _lower_ethos_u(qep, spec)
     except ArmgenError:
         raise
@@ -480,42 +431,23 @@ def _to_pte(edge: Any, target: str, vela_text: io.StringIO) -> bytes:
         with _quiet(vela_text):
             from executorch.exir import ExecutorchBackendConfig
 
-            from armgen.model.compact_program import compact_program
+            from armgen.model.passes import order
             from armgen.model.passes.before_planning import memory_planning_pass
 
             config = ExecutorchBackendConfig(extract_delegate_segments=False)
             if target.startswith("cortex-m"):
-                # armgen's rewrites of the program to emit, on its tensor specs just before memory planning
+                # order.BEFORE_PLANNING on the program to emit, on its tensor specs just before memory planning
                 config.memory_planning_pass = memory_planning_pass()
             et_program = edge.to_executorch(config=config)
             pte = bytes(et_program.buffer)
             if target.startswith("cortex-m"):
-                # one EValue per distinct constant argument: less method-allocator RAM (armgen.model.compact_program)
-                pte = compact_program(pte)[0]
+                for step in order.AFTER_EMIT:
+                    pte = step(pte)
             return pte
     except ArmgenError:
         raise
     except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers
         raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
-
-
-def _vela_infos(
-    backend: str, target: str, spec: Any, vela_text: io.StringIO, notes: list[str]
-) -> tuple[VelaInfo, ...]:
-    """Vela's per-delegate summary (cycles, SRAM and flash bytes) for an Ethos-U program; () otherwise."""
-    if backend != "ethos-u":
-        return ()
-    summaries = parse_vela_summary(vela_text.getvalue())
-    sysc, mode = _flag(spec, "--system-config"), _flag(spec, "--memory-mode")
-    notes.append(f"Vela: {target}, system config {sysc}, memory mode {mode}")
-    return tuple(
-        VelaInfo(
-            accelerator_config=target, system_config=sysc, memory_mode=mode, scratch_size=0,
-            fast_scratch_size=0, command_stream_size=0, weights_size=0,
-            cycles=s["cycles"], sram_bytes=s["sram_bytes"], flash_bytes=s["flash_bytes"],
-        )
-        for s in summaries
-    )
 
 
 def _program_cpu(
@@ -654,7 +586,7 @@ def _write_outputs(
                 raise ModelError(f"cannot save the lowered {target} program: {_one_line(exc)}") from exc
         _write_npz(tmp / files["reference"], arrays)
         if "vela_summary" in files:
-            (tmp / files["vela_summary"]).write_text(_clean_vela_text(vela_text.getvalue()))
+            (tmp / files["vela_summary"]).write_text(vela.clean_vela_text(vela_text.getvalue()))
         report.save(tmp / f"{name}.report.json")
         written: dict[str, Path] = {}
         roles = {"pte": f"{name}.pte", "report": f"{name}.report.json", **files}
@@ -676,12 +608,6 @@ def _strip_volatile_meta(ep: Any) -> None:
     """
     for node in ep.graph_module.graph.nodes:
         node.meta.pop("from_node", None)
-
-
-def _clean_vela_text(text: str) -> str:
-    """Keep Vela's printed summary, dropping temp-dir paths so the file is deterministic."""
-    lines = [re.sub(r"/tmp[^\s]*", "<tmp>", line.rstrip()) for line in text.splitlines()]
-    return "\n".join(lines).strip() + "\n"
 
 
 def _check_io_quant(report: ProgramReport) -> None:
@@ -713,14 +639,16 @@ def _quantize(
     else:
         from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
 
-        spec = _ethos_u_spec(target, system_config, memory_mode, str(vela_config_file) if vela_config_file else None)
+        spec = vela.ethos_u_compile_spec(target, system_config, memory_mode,
+                                         str(vela_config_file) if vela_config_file else None)
         quantizer = EthosUQuantizer(spec)
         quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
     graph = _export(model, example, "float model").module(check_guards=False)
     if backend == "cortex-m":
-        from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
+        from armgen.model.passes import order
 
-        graph = Conv1dToConv2dPass(example).call(graph).graph_module
+        for pass_cls in order.BEFORE_QUANTIZATION:
+            graph = order.build(pass_cls, example_inputs=example).call(graph).graph_module
     try:
         prepared = prepare_pt2e(graph, quantizer)
         with torch.no_grad():

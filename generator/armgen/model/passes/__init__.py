@@ -1,5 +1,5 @@
-"""armgen's own graph passes on the ``torch.export`` ATen graph, one per file, run before
-quantization where ExecuTorch 1.5.1 lacks one (ExecuTorch's passes run first and are preferred):
+"""armgen's own graph passes, one per file, where ExecuTorch 1.5.1 lacks one (ExecuTorch's own are
+preferred); :mod:`armgen.model.passes.order` says at which stage and in what order each runs:
 
     conv1d_to_conv2d                  1-D convolution regions as unit-height 2-D ones, so CMSIS-NN's
                                       int8 kernels take them (before quantization)
@@ -11,4 +11,6 @@ quantization where ExecuTorch 1.5.1 lacks one (ExecuTorch's passes run first and
     fold_pad_into_conv                explicit zero pads folded into the next convolution
     before_planning                   runs the two above on the tensor specs of the program to emit,
                                       just before ExecuTorch's memory planning
+    order                             the order of every pass, stage by stage: the compile stage runs
+                                      its lists (add a pass there)
 """

@@ -4,10 +4,8 @@
 pass, the last point where specs can change before the emitter. The rewrites here give tensors
 shapes, or convolutions padding, that upstream's host implementations do not compute but CMSIS-NN
 runs exactly (each module says why), so they run there, inside ExecuTorch's own
-``MemoryPlanningPass``, and never on the lowered program the host reference comes from:
-
-    strided_conv_width_to_channels   f neighbouring pixels read as one by a strided convolution
-    fold_pad_into_conv               explicit zero pads folded into the next convolution
+``MemoryPlanningPass``, and never on the lowered program the host reference comes from. Which
+rewrites, and in what order: :data:`armgen.model.passes.order.BEFORE_PLANNING`.
 """
 
 from __future__ import annotations
@@ -18,17 +16,21 @@ import torch
 
 
 def rewrite_before_planning(graph_module: torch.fx.GraphModule) -> dict[str, int]:
-    """Run the rewrites on an out-variant graph with ``TensorSpec``s.
+    """Run the rewrites of :data:`~armgen.model.passes.order.BEFORE_PLANNING`, in order, on an
+    out-variant graph with ``TensorSpec``s; each leaves alone the convolutions earlier ones changed.
 
     Returns:
-        dict: how many convolutions each rewrite changed (``regrouped``, ``pads_folded``).
+        dict: how many convolutions each rewrite changed, by function name.
     """
-    from armgen.model.passes.fold_pad_into_conv import fold_pads_into_convolutions
-    from armgen.model.passes.strided_conv_width_to_channels import regroup_strided_conv_inputs
+    from armgen.model.passes.order import BEFORE_PLANNING
 
-    regrouped = regroup_strided_conv_inputs(graph_module)  # needs its pad: first
-    folded = fold_pads_into_convolutions(graph_module, skip=regrouped)
-    return {"regrouped": len(regrouped), "pads_folded": folded}
+    changed: set[torch.fx.Node] = set()
+    counts = {}
+    for rewrite in BEFORE_PLANNING:
+        done = rewrite(graph_module, changed)
+        counts[rewrite.__name__] = len(done)
+        changed |= done
+    return counts
 
 
 def memory_planning_pass() -> Any:

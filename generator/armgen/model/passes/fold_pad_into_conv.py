@@ -27,7 +27,9 @@ from typing import Any
 import torch
 
 
-def fold_pads_into_convolutions(graph_module: torch.fx.GraphModule, skip: set[torch.fx.Node] | None = None) -> int:
+def fold_pads_into_convolutions(
+    graph_module: torch.fx.GraphModule, skip: set[torch.fx.Node] | None = None
+) -> set[torch.fx.Node]:
     """Remove every ``cortex_m::pad.out`` that only feeds one 2-D convolution (regular or depthwise)
     and can be folded into it, in an out-variant graph with ``TensorSpec``s.
 
@@ -36,18 +38,18 @@ def fold_pads_into_convolutions(graph_module: torch.fx.GraphModule, skip: set[to
         skip: convolutions not to touch (those :mod:`.strided_conv_width_to_channels` regrouped).
 
     Returns:
-        int: the number of pads removed.
+        set: the convolution nodes that took their pad (one pad removed each).
     """
     convs = {torch.ops.cortex_m.quantized_conv2d.out: 6, torch.ops.cortex_m.quantized_depthwise_conv2d.out: 7}
-    count = 0
+    folded = set()
     for node in list(graph_module.graph.nodes):
         if node.op != "call_function" or node.target not in convs or (skip and node in skip):
             continue
         if _fold(node, convs[node.target]):
-            count += 1
-    if count:
+            folded.add(node)
+    if folded:
         graph_module.recompile()
-    return count
+    return folded
 
 
 def _fold(conv: torch.fx.Node, offset_index: int) -> bool:

@@ -38,7 +38,9 @@ import torch
 MAX_FACTOR = 4
 
 
-def regroup_strided_conv_inputs(graph_module: torch.fx.GraphModule) -> set[torch.fx.Node]:
+def regroup_strided_conv_inputs(
+    graph_module: torch.fx.GraphModule, skip: set[torch.fx.Node] | None = None
+) -> set[torch.fx.Node]:
     """Rewrite every eligible ``cortex_m::quantized_conv2d.out`` and its feeding ``cortex_m::pad.out``
     in an out-variant graph whose nodes carry ``TensorSpec``s (``meta["spec"]``).
 
@@ -47,13 +49,18 @@ def regroup_strided_conv_inputs(graph_module: torch.fx.GraphModule) -> set[torch
     is the convolution's input zero point, and ``f = gcd(stride_w, kernel_w)`` (at most
     :data:`MAX_FACTOR`) of at least 2.
 
+    Args:
+        graph_module: the graph ``to_executorch`` is about to plan.
+        skip: convolutions not to touch (those an earlier rewrite changed,
+            :data:`armgen.model.passes.order.BEFORE_PLANNING`).
+
     Returns:
         set: the convolution nodes rewritten.
     """
     conv_out = torch.ops.cortex_m.quantized_conv2d.out  # EdgeToBackendOpsPass ran: ATen-style targets
     rewritten = set()
     for node in graph_module.graph.nodes:
-        if node.op == "call_function" and node.target == conv_out:
+        if node.op == "call_function" and node.target == conv_out and not (skip and node in skip):
             plan = _plan(node)
             if plan is not None:
                 _rewrite(node, *plan)
