@@ -21,7 +21,6 @@ MAX_LINES = 700
 NOT_YET_SPLIT = {
     "boards.py",
     "firmware/run.py",
-    "firmware/size.py",
     "project/zephyr.py",
     "workspace.py",
 }
