@@ -236,7 +236,7 @@ def test_pte_with_other_file_identifier_is_an_error(tmp_path):
 
 def test_pte_with_same_identifier_other_version_only_warns(tmp_path, monkeypatch):
     ws = _fake_workspace(tmp_path / "ws", version="0.9.0")
-    monkeypatch.setattr("armgen.workspace.pip_executorch_version", lambda: "1.5.1")
+    monkeypatch.setattr("armgen.workspace.compatibility.pip_executorch_version", lambda: "1.5.1")
     warnings = check_program_compatible(ws, _fake_pte(tmp_path / "m.pte", b"ET12"))
     assert len(warnings) == 1 and "0.9.0" in warnings[0] and "1.5.1" in warnings[0]
 

@@ -383,10 +383,10 @@ def test_npu_pool_behind_an_alias_is_refused(programs):
 
 
 def test_no_zephyr_in_the_workspace_is_one_clear_line(tmp_path):
-    from armgen.workspace import Workspace
+    from armgen.workspace import Workspace, check_zephyr_workspace
 
     with pytest.raises(WorkspaceError) as exc:
-        zephyr.check_zephyr_workspace(Workspace(tmp_path))
+        check_zephyr_workspace(Workspace(tmp_path))
     msg = str(exc.value.message if hasattr(exc.value, "message") else exc.value)
     assert "no Zephyr in the workspace" in msg and "\n" not in msg
     assert "armgen workspace init --zephyr" in (exc.value.hint or "")

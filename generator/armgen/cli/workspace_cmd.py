@@ -17,6 +17,7 @@ from armgen.cli import main
 from armgen.cli._console import err_console, out_console
 from armgen.workspace import (
     INIT_HINT,
+    default_release,
     init_workspace,
     manifest_pins,
     parse_revision_overrides,
@@ -90,8 +91,6 @@ def init_cmd(
     benchmarks: bool | None,
 ) -> None:
     """Create the workspace at DIRECTORY (or the default), or bring it up to the pins."""
-    from armgen.project.zephyr import default_release
-
     if mirror is not None:
         validate_mirror_template(mirror)
     pins = manifest_pins(zephyr_release or default_release())

@@ -460,8 +460,7 @@ def _build_zephyr(
         WorkspaceError: no Zephyr in the workspace, or another Zephyr release than the project's.
         ToolchainError, BuildError: as :func:`build_project`.
     """
-    from armgen.project.zephyr import check_zephyr_workspace
-    from armgen.workspace import Workspace
+    from armgen.workspace import Workspace, check_zephyr_workspace
 
     progress = progress or (lambda *a: None)
     ws_root = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")

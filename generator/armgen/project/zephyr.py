@@ -31,81 +31,16 @@ the rule "the devicetree memory-region name equals the armgen region name" and t
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from armgen.boards import Board, speed_rank
 from armgen.errors import ProjectError
 from armgen.paths import MODULES_DIR
 from armgen.project.spec import PoolPlan, ProjectSpec, reads_input_file
-
-#: Where the Zephyr releases are described (one west manifest per release beside it).
-RELEASES_PATH = MODULES_DIR / "zephyr" / "releases.yaml"
-
-
-@dataclass(frozen=True)
-class ZephyrRelease:
-    """A Zephyr release armgen writes applications for (``modules/zephyr/releases.yaml``).
-
-    Attributes:
-        name: the short name users pass (``"3.7"``, ``"4.4"``). tag: the release tag (``v3.7.1``).
-        manifest: the west manifest of Zephyr and the modules the workspace takes for this release.
-        ethos_u_kconfig_prefix: ``ARM_ETHOS_U`` (up to 4.1) or ``ETHOS_U`` (4.2 on).
-        allowlist: Zephyr's own projects a generated application's west.yml imports.
-    """
-
-    name: str
-    tag: str
-    manifest: Path
-    ethos_u_kconfig_prefix: str
-    allowlist: tuple[str, ...]
-
-
-@functools.cache
-def zephyr_releases(path: Path = RELEASES_PATH) -> tuple[tuple[str, ZephyrRelease], ...]:
-    """Every release of ``modules/zephyr/releases.yaml`` as ``(name, ZephyrRelease)``, default first.
-
-    Raises:
-        ProjectError: the file is missing or malformed.
-    """
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        default = str(data["default"])
-        out = {
-            str(name): ZephyrRelease(
-                name=str(name), tag=str(r["tag"]), manifest=path.parent / str(r["manifest"]),
-                ethos_u_kconfig_prefix=str(r["ethos_u_kconfig_prefix"]), allowlist=tuple(r["allowlist"]),
-            )
-            for name, r in data["releases"].items()
-        }
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise ProjectError(f"{path}: not a Zephyr release list ({exc})") from exc
-    return tuple(sorted(out.items(), key=lambda kv: (kv[0] != default, kv[0])))
-
-
-def default_release() -> str:
-    """The release ``armgen new`` writes for without ``--zephyr-release`` (4.4)."""
-    return zephyr_releases()[0][0]
-
-
-def zephyr_release(name: str | None = None) -> ZephyrRelease:
-    """The release called ``name`` (``"3.7"``; a tag such as ``v3.7.1`` works too); None: the default.
-
-    Raises:
-        ProjectError: an unknown release (the message lists the known ones).
-    """
-    releases = dict(zephyr_releases())
-    name = name or default_release()
-    for rel in releases.values():
-        if name in (rel.name, rel.tag, rel.tag.lstrip("v")):
-            return rel
-    raise ProjectError(f"unknown Zephyr release '{name}' (armgen knows {', '.join(releases)})")
+from armgen.workspace import ZephyrRelease, load_manifest, zephyr_release
 
 
 def board_target(board: Board, release: ZephyrRelease) -> str:
@@ -745,8 +680,6 @@ def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
     Raises:
         WorkspaceError: a manifest is missing or malformed (from armgen.workspace).
     """
-    from armgen.workspace import load_manifest
-
     pins = {p.name: p for p in load_manifest(MODULES_DIR / "west.yml")}
     zephyr = next(p for p in load_manifest(release.manifest) if p.name == "zephyr")
     hals = board.zephyr.hal_modules if board.zephyr else ()
@@ -761,33 +694,3 @@ def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
         "projects": projects,
         "remotes": sorted(remotes.items()),
     }
-
-
-def check_zephyr_workspace(workspace: Any, release: str = "") -> None:
-    """Refuse a Zephyr build when the workspace has no Zephyr tree, or another release than the project's.
-
-    Args:
-        workspace: an :class:`armgen.workspace.Workspace`. release: the project's Zephyr release
-            (``armgen.toml`` zephyr_release); empty skips the release check.
-
-    Raises:
-        WorkspaceError: ``no Zephyr in the workspace <root>`` / ``the workspace has Zephyr X, the project
-            is for Zephyr Y``, with the command that fixes it.
-    """
-    from armgen.errors import WorkspaceError
-
-    rel = release or default_release()
-    if not workspace.has_zephyr:
-        raise WorkspaceError(
-            f"no Zephyr in the workspace {workspace.root} (this is a Zephyr {rel} project)",
-            hint=f"run: armgen workspace init --zephyr --zephyr-release {rel} (add --url/--revision for a "
-            "mirror), or build it with plain `west build` in a west workspace made from the project's west.yml",
-        )
-    have = workspace.zephyr_release
-    if release and have and have != release:
-        raise WorkspaceError(
-            f"the workspace {workspace.root} has Zephyr {have}, the project is for Zephyr {release}",
-            hint=f"run: armgen workspace init --zephyr --zephyr-release {release} (one release per workspace; "
-            f"ARMGEN_WORKSPACE picks another), or regenerate the project with --zephyr-release {have} if its "
-            "board is in that release",
-        )
