@@ -401,8 +401,63 @@ def test_mistyped_field_value(tmp_path):
 
 def test_wrong_schema_version(tmp_path):
     path = copy_board(tmp_path, "qemu_mps2_an386")
-    edit(path, "schema_version: 1", "schema_version: 2")
-    assert_cli_error(["boards", "show", str(path)], "reads schema_version 1, the file has 2")
+    edit(path, "schema_version: 2", "schema_version: 3")
+    assert_cli_error(["boards", "show", str(path)], "reads schema_version 1 or 2, the file has 3")
+
+
+# ----------------------------------------------------------------------------- devicetree facts
+
+
+def test_devicetree_facts_come_from_the_board_file():
+    from armgen.boards import DtRegion
+    from armgen.project.zephyr import dts_facts
+
+    c300 = load_board("corstone_300")
+    facts = c300.zephyr.devicetree_facts("mps3/corstone300/fvp")
+    assert (facts.flash, facts.sram, facts.has_npu_node) == ("ITCM", "DTCM", True)
+    assert facts.regions["ISRAM"] == DtRegion("isram", "ISRAM") and "DDR" not in facts.regions
+    assert facts.source.startswith("zephyr boards/arm/mps3/mps3_corstone300_fvp.dts")
+    assert dts_facts(c300, "mps3/corstone300/fvp") == facts
+    an547 = load_board("qemu_mps3_an547")  # one entry per target: 3.7 and 4.4 name it differently
+    assert an547.zephyr.devicetree_facts("mps3/an547").has_npu_node is False
+    assert an547.zephyr.devicetree_facts("mps3/corstone300/an547").has_npu_node is True
+    assert load_board("nucleo_h743zi").zephyr.devicetree_facts("nucleo_h743zi").regions["FLASH"].memory_region is None
+    hash(c300)  # the facts' region dict does not make a Board unhashable
+
+
+def test_schema_1_board_file_still_reads_and_gets_the_naming_rule():
+    from armgen.project.zephyr import dts_facts
+
+    data = yaml.safe_load((BOARDS_DIR / "corstone_300.yaml").read_text())
+    data["schema_version"] = 1
+    del data["zephyr"]["devicetree"]
+    old = board_from_data(data, name="old_c300")
+    assert old.zephyr.devicetree == () and old.zephyr.devicetree_facts("mps3/corstone300/fvp") is None
+    facts = dts_facts(old, "mps3/corstone300/fvp")
+    assert facts.source.startswith("assumed (no devicetree facts for mps3/corstone300/fvp in armgen)")
+    assert facts.regions["ISRAM"].label == "isram" and facts.regions["DDR"].memory_region == "DDR"
+    assert (facts.flash, facts.sram, facts.has_npu_node) == ("ITCM", "DTCM", False)
+    assert load_board("qemu_mps2_an385").zephyr.devicetree == ()  # schema 2 without facts: the rule too
+
+
+def test_devicetree_facts_need_schema_2(tmp_path):
+    path = copy_board(tmp_path, "corstone_300")
+    edit(path, "schema_version: 2", "schema_version: 1")
+    assert_cli_error(["boards", "show", str(path)], "zephyr.devicetree needs schema_version 2 (the file has 1)")
+
+
+def test_devicetree_facts_name_the_boards_targets_and_regions(tmp_path):
+    path = copy_board(tmp_path, "corstone_300")
+    edit(path, "    mps3/corstone300/fvp:\n", "    mps3/corstone300/fvq:\n")
+    assert_cli_error(["boards", "show", str(path)], "zephyr.devicetree.mps3/corstone300/fvq: 'mps3/corstone300/fvq' "
+                     "is not one of the board's Zephyr targets (mps3/corstone300/fvp)")
+    path = copy_board(tmp_path, "corstone_300", "b2")
+    edit(path, "        ISRAM: {label: isram", "        ISRAM1: {label: isram")
+    assert_cli_error(["boards", "show", str(path)], "zephyr.devicetree.mps3/corstone300/fvp.regions: ISRAM1 is not "
+                     "a region of the board")
+    path = copy_board(tmp_path, "corstone_300", "b3")
+    edit(path, "      has_npu_node: true ", "      has_npu_node: yes please ")
+    assert_cli_error(["boards", "show", str(path)], "zephyr.devicetree.mps3/corstone300/fvp.has_npu_node: expected boolean")
 
 
 def test_invalid_yaml_names_the_line(tmp_path):

@@ -21,22 +21,22 @@ repository) that builds with plain ``west build -b <target>``:
   placed it in RAM/DDR, a loadable section with VMA = LMA in that region (as ExecuTorch's
   ``model_section.ld.in`` does for DDR on the Corstone FVPs).
 
-Devicetree facts per Zephyr board target are in :data:`ZEPHYR_DTS` (sources: Zephyr v4.4-era
-``boards/alif/ensemble_e8_dk/*.dts``, ``dts/arm/alif/ensemble/{ae822fa0e5597ls0.dtsi,
-common/ensemble_rtss_{hp,he}.dtsi}``, ``boards/arm/mps3/mps3_corstone300_fvp.dts``,
-``boards/arm/mps4/mps4_corstone320_fvp.dts``, ``dts/arm/st/{h7,f7,f4}``; ExecuTorch
-``zephyr/samples/mv2-ethosu/boards/*.overlay``). A board target not in the table is handled with
-the rule "the devicetree memory-region name equals the armgen region name" and the overlay says so.
+Devicetree facts per Zephyr board target (node labels, ``zephyr,memory-region`` names, the chosen
+``zephyr,flash`` / ``zephyr,sram``, an existing Ethos-U node) are in the board files
+(``zephyr.devicetree``, each with the Zephyr files it was read from; :class:`armgen.boards.DtsFacts`).
+A board target without them is handled with the rule "the devicetree memory-region name equals the
+armgen region name" and the overlay says so.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from armgen.boards import Board, speed_rank
+from armgen.boards import Board, DtRegion, DtsFacts, list_boards, load_board, speed_rank
 from armgen.errors import ProjectError
 from armgen.paths import MODULES_DIR
 from armgen.project.spec import PoolPlan, ProjectSpec, reads_input_file
@@ -99,107 +99,30 @@ for _prefix in ("ETHOS_U", "ARM_ETHOS_U"):
         ZEPHYR_CORE_SYMBOLS[f"{_prefix}{_npu}"] = "modules/hal_ethos_u/Kconfig (NPU configuration choice)"
 
 
-@dataclass(frozen=True)
-class DtRegion:
-    """A board region as Zephyr's devicetree knows it.
+class _BoardFileFacts(Mapping[str, DtsFacts]):
+    """Devicetree facts of every built-in board's Zephyr targets, read from ``boards/*.yaml`` on first use."""
 
-    Attributes:
-        label: devicetree node label (``&label`` in overlays).
-        memory_region: the node's ``zephyr,memory-region`` name (the linker MEMORY region), or None
-            when the node has no such property (then armgen cannot place sections there by name).
-    """
+    @functools.cached_property
+    def _facts(self) -> dict[str, DtsFacts]:
+        out: dict[str, DtsFacts] = {}
+        for name in list_boards():
+            zt = load_board(name).zephyr
+            out.update(zt.devicetree if zt is not None else ())
+        return out
 
-    label: str
-    memory_region: str | None
+    def __getitem__(self, target: str) -> DtsFacts:
+        return self._facts[target]
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._facts)
 
-@dataclass(frozen=True)
-class DtsFacts:
-    """What a Zephyr board target's devicetree already has.
-
-    Attributes:
-        regions: armgen region name -> :class:`DtRegion`.
-        flash: armgen region that is ``zephyr,flash``; sram: the one that is ``zephyr,sram``.
-        has_npu_node: the DTS already has an enabled ``arm,ethos-u`` node.
-        source: where these facts were read.
-    """
-
-    regions: dict[str, DtRegion]
-    flash: str
-    sram: str
-    has_npu_node: bool
-    source: str
+    def __len__(self) -> int:
+        return len(self._facts)
 
 
-_ALIF_E8 = {
-    "ITCM": DtRegion("itcm", "ITCM"),
-    "DTCM": DtRegion("dtcm", "DTCM"),
-    "SRAM0": DtRegion("sram0", "SRAM0"),
-    "SRAM1": DtRegion("sram1", "SRAM1"),
-    "MRAM": DtRegion("mram", "MRAM"),
-}
-_ALIF_SRC = ("zephyr boards/alif/ensemble_e8_dk/ensemble_e8_dk_ae822fa0e5597ls0_rtss_{hp,he}.dts, "
-             "dts/arm/alif/ensemble/ae822fa0e5597ls0.dtsi, common/ensemble_rtss_{hp,he}.dtsi")
-_AN547 = {
-    "ITCM": DtRegion("itcm", "ITCM"),
-    "DTCM": DtRegion("dtcm", "DTCM"),
-    "ISRAM": DtRegion("isram", "ISRAM"),
-}
-_STM32_DTCM_NOTE = "dts/arm/st: dtcm is zephyr,dtcm (compatible zephyr,memory-region, region DTCM)"
-
-#: Devicetree facts per Zephyr board target (see the module docstring for sources).
-ZEPHYR_DTS: dict[str, DtsFacts] = {
-    "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp": DtsFacts(_ALIF_E8, "MRAM", "DTCM", False, _ALIF_SRC),
-    "ensemble_e8_dk/ae822fa0e5597ls0/rtss_he": DtsFacts(_ALIF_E8, "MRAM", "DTCM", False, _ALIF_SRC),
-    "mps3/corstone300/fvp": DtsFacts(
-        {
-            "ITCM": DtRegion("itcm", "ITCM"),
-            "SRAM": DtRegion("sram", "SRAM"),
-            "DTCM": DtRegion("dtcm", "DTCM"),
-            "ISRAM": DtRegion("isram", "ISRAM"),
-        },
-        "ITCM", "DTCM", True, "zephyr boards/arm/mps3/mps3_corstone300_fvp.dts (ethosu0: ethosu@48102000)",
-    ),
-    # QEMU's mps3-an547. 3.7: zephyr v3.7.1 boards/arm/mps3/mps3_an547.dts (itcm/dtcm "ITCM"/"DTCM",
-    # isram "ISRAM", ddr4 "DDR4" (a multi-range node armgen does not use); chosen flash=itcm, sram=dtcm).
-    "mps3/an547": DtsFacts(_AN547, "ITCM", "DTCM", False, "zephyr v3.7.1 boards/arm/mps3/mps3_an547.dts"),
-    "mps3/corstone300/an547": DtsFacts(
-        _AN547, "ITCM", "DTCM", True, "zephyr v4.4 boards/arm/mps3/mps3_corstone300_an547.dts (as 3.7's mps3_an547.dts)"
-    ),
-    "mps4/corstone320/fvp": DtsFacts(
-        {
-            "ITCM": DtRegion("itcm", "ITCM"),
-            "SRAM": DtRegion("sram", "SRAM"),
-            "DTCM": DtRegion("dtcm", "DTCM"),
-            "ISRAM": DtRegion("isram", "ISRAM"),
-        },
-        "ISRAM", "SRAM", True, "zephyr boards/arm/mps4/mps4_corstone320_fvp.dts (ethosu@50004000)",
-    ),
-    "nucleo_h743zi": DtsFacts(
-        {
-            "FLASH": DtRegion("flash0", None),
-            "DTCM": DtRegion("dtcm", "DTCM"),
-            "AXI_SRAM": DtRegion("sram0", None),
-        },
-        "FLASH", "AXI_SRAM", False, "zephyr boards/st/nucleo_h743zi, dts/arm/st/h7/stm32h743.dtsi; " + _STM32_DTCM_NOTE,
-    ),
-    "nucleo_f767zi": DtsFacts(
-        {
-            "FLASH": DtRegion("flash0", None),
-            "DTCM": DtRegion("dtcm", "DTCM"),
-            "SRAM": DtRegion("sram0", "SRAM0"),
-        },
-        "FLASH", "SRAM", False, "zephyr boards/st/nucleo_f767zi, dts/arm/st/f7/stm32f767Xi.dtsi; " + _STM32_DTCM_NOTE,
-    ),
-    "stm32f4_disco": DtsFacts(
-        {
-            "FLASH": DtRegion("flash0", None),
-            "CCM": DtRegion("ccm0", "CCM"),
-            "SRAM": DtRegion("sram0", "SRAM0"),
-        },
-        "FLASH", "SRAM", False, "zephyr boards/st/stm32f4_disco, dts/arm/st/f4/stm32f407Xg.dtsi",
-    ),
-}
+#: Devicetree facts per Zephyr board target, as the built-in board files give them (``zephyr.devicetree``;
+#: :func:`dts_facts` reads the board's own, this table is the view across boards).
+ZEPHYR_DTS: Mapping[str, DtsFacts] = _BoardFileFacts()
 
 #: armgen manifest projects the Zephyr application pins itself (``modules/west.yml``), in order.
 APP_PROJECTS = ("executorch", "flatbuffers", "flatcc", "json", "gflags", "cmsis-nn")
@@ -223,18 +146,20 @@ def normalise_board_target(target: str) -> str:
 
 
 def dts_facts(board: Board, target: str) -> DtsFacts:
-    """Devicetree facts for the board's Zephyr ``target`` (table, else the naming rule).
+    """Devicetree facts for the board's Zephyr ``target``: the board file's (``zephyr.devicetree``,
+    schema_version 2), else the naming rule.
 
-    For an unknown target: every region is assumed to have a node labelled ``<name in lower
-    case>`` with ``zephyr,memory-region = "<NAME>"``, ``zephyr,flash`` is the code region and
-    ``zephyr,sram`` the fastest RAM region that may hold data; no NPU node.
+    For a target without facts (a schema-1 board file, or none given): every region is assumed to
+    have a node labelled ``<name in lower case>`` with ``zephyr,memory-region = "<NAME>"``,
+    ``zephyr,flash`` is the code region and ``zephyr,sram`` the fastest RAM region that may hold
+    data; no NPU node.
 
     Raises:
         ProjectError: the board has no Zephyr target.
     """
     if board.zephyr is None:
         raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
-    known = ZEPHYR_DTS.get(target)
+    known = board.zephyr.devicetree_facts(target)
     if known is not None:
         return known
     regions = {r.name: DtRegion(r.name.lower(), r.name) for r in board.regions}
