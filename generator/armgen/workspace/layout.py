@@ -124,6 +124,7 @@ class Workspace:
 
 
 def read_state(root: Path) -> dict | None:
+    """The record init wrote (``<root>/.armgen/workspace.json``), or None when it is missing or unreadable."""
     try:
         return json.loads((root / STATE_PATH).read_text())
     except (OSError, ValueError):
@@ -137,6 +138,7 @@ def state_zephyr_release(state: dict | None) -> str | None:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed into place (parents made)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
