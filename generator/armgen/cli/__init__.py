@@ -1,131 +1,12 @@
 """armgen's command line: a thin layer that turns flags into stage calls.
 
-Each sub-command lives in its own module of this package and registers itself on :data:`main`.
-Errors are mapped to exit codes in one place, :func:`run_cli` (see :mod:`armgen.errors`).
+The group and the error-to-exit-code mapping live in :mod:`armgen.cli.group`; each sub-command lives
+in its own module of this package and registers itself on :data:`main` when imported here.
 """
 
 from __future__ import annotations
 
-import logging
-import sys
-import traceback
-import warnings
-
-import click
-from rich.markup import escape
-
-from armgen import __version__
-from armgen.cli._console import err_console
-from armgen.errors import ArmgenError
-
-
-def _executorch_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("executorch")
-    except Exception:  # noqa: BLE001 - version lookup must never break --version
-        return "not installed"
-
-
-class _Group(click.Group):
-    """Click group that turns ArmgenError, usage errors (and stray exceptions) into one line + exit code."""
-
-    def main(self, *args, **kwargs):
-        """Run the CLI; a click error (unknown option, bad value, unreadable file) is one ``armgen: error:`` line."""
-        kwargs["standalone_mode"] = False
-        try:
-            rv = super().main(*args, **kwargs)
-        except click.ClickException as exc:  # usage errors, and click's file errors
-            err_console.print(f"[bold red]armgen: error:[/] {escape(exc.format_message())}", highlight=False,
-                              soft_wrap=True)
-            if isinstance(exc, click.UsageError):
-                where = exc.ctx.command_path if exc.ctx is not None else "armgen"
-                err_console.print(f"hint: see `{escape(where)} --help`", highlight=False, soft_wrap=True)
-            sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            err_console.print("armgen: aborted")
-            sys.exit(1)
-        sys.exit(rv if isinstance(rv, int) else 0)
-
-    def invoke(self, ctx: click.Context):
-        verbose = ctx.params.get("verbose", 0) if ctx.params else 0
-        try:
-            return super().invoke(ctx)
-        except ArmgenError as exc:
-            if verbose or "-v" in sys.argv[1:2]:
-                traceback.print_exc()
-            err_console.print(f"[bold red]armgen: error:[/] {escape(exc.message)}", highlight=False, soft_wrap=True)
-            if exc.hint:
-                err_console.print(f"hint: {escape(exc.hint)}", highlight=False, soft_wrap=True)
-            ctx.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except KeyboardInterrupt:
-            err_console.print("armgen: stopped by user")
-            ctx.exit(130)
-        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, not a traceback
-            if verbose:
-                traceback.print_exc()
-            err_console.print(
-                f"[bold red]armgen: internal error:[/] {type(exc).__name__}: {escape(str(exc))}",
-                highlight=False,
-                soft_wrap=True,
-            )
-            err_console.print("hint: run again with `armgen -v ...` for the traceback and report it")
-            ctx.exit(2)
-
-
-@click.group(name="armgen", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(
-    __version__,
-    "--version",
-    message=f"armgen %(version)s (executorch {_executorch_version()})",
-)
-@click.option("-v", "--verbose", count=True, help="Show tracebacks and tool command lines.")
-@click.pass_context
-def main(ctx: click.Context, verbose: int) -> None:
-    """armgen: turn a PyTorch model and a board definition into Cortex-M / Ethos-U firmware."""
-    ctx.ensure_object(dict)
-    ctx.obj["verbose"] = verbose
-    if not verbose:
-        quiet_upstream_logs()
-
-
-#: Loggers of the ML stack whose import- and export-time chatter buries armgen's own lines
-#: (torchao's optional-kernel load failures, torch's pytree Enum notices, ExecuTorch's
-#: PassManager deprecation). ``armgen -v`` keeps them.
-_NOISY_LOGGERS = (
-    "torchao",
-    "torch.utils._pytree",
-    "torch._export",
-    "torch.export",
-    "torch._dynamo",
-    "executorch",
-    "ethosu",
-    "root",
-    # Sets its own level to WARNING at import, after armgen runs; a filter survives that.
-    "executorch.exir.pass_manager",
-)
-
-
-def _errors_only(record: logging.LogRecord) -> bool:
-    return record.levelno >= logging.ERROR
-
-
-def quiet_upstream_logs() -> None:
-    """Raise the ML stack's loggers to ERROR and drop its Python warnings (not armgen's own)."""
-    for name in _NOISY_LOGGERS:
-        logger = logging.getLogger(name)
-        logger.setLevel(logging.ERROR)
-        if _errors_only not in logger.filters:
-            logger.addFilter(_errors_only)
-    for module in ("torch", "torchao", "executorch", "ethosu", "tosa"):
-        warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
-
-
-# Sub-commands register themselves on `main` when imported.
-from armgen.cli import (  # noqa: E402,F401
+from armgen.cli import (  # noqa: F401 - imported to register the sub-commands on `main`
     boards_cmd,
     build_cmd,
     compile_cmd,
@@ -134,3 +15,6 @@ from armgen.cli import (  # noqa: E402,F401
     size_cmd,
     workspace_cmd,
 )
+from armgen.cli.group import main, quiet_upstream_logs
+
+__all__ = ["main", "quiet_upstream_logs"]

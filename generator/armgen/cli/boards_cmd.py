@@ -13,8 +13,8 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from armgen.boards import Board, board_aliases, board_to_dict, list_boards, load_board
-from armgen.cli import main
 from armgen.cli._console import out_console
+from armgen.cli.group import main
 
 
 def _bytes(n: int) -> str:

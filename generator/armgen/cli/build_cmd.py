@@ -8,8 +8,8 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from armgen.cli import main
 from armgen.cli._console import err_console, out_console
+from armgen.cli.group import main
 
 
 @main.command("build")

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from armgen.cli import main
 from armgen.cli._console import err_console, out_console
+from armgen.cli.group import main
 
 
 class _StackSize(click.ParamType):

@@ -15,8 +15,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from armgen.cli import main
 from armgen.cli._console import err_console, out_console
+from armgen.cli.group import main
 from armgen.errors import ArmgenError, ProjectError, RunError
 from armgen.project.record import RECORD_FILE, ProjectRecord, read_record
 

@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from armgen.cli import main
 from armgen.cli._console import err_console, out_console
+from armgen.cli.group import main
 from armgen.errors import SizeError
 from armgen.firmware.size import (
     COMPONENT_LABELS,

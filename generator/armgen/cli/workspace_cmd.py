@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from armgen.cli import main
 from armgen.cli._console import err_console, out_console
+from armgen.cli.group import main
 from armgen.workspace import (
     INIT_HINT,
     default_release,
