@@ -331,7 +331,8 @@ class Tflm:
 
     def run_elf(self, elf: Path, machine: str):
         from armgen.boards import load_board
-        from armgen.firmware.run import parse_firmware_output, run_qemu
+        from armgen.firmware.console_protocol import parse_firmware_output
+        from armgen.firmware.qemu import run_qemu
 
         board = load_board(MACHINES[machine])
         r = run_qemu(elf, board.emulator, timeout=300)
@@ -339,7 +340,7 @@ class Tflm:
 
     def measure(self, machines: list[str], samples: list[str], clean: bool) -> dict[str, Any]:
         from armgen.boards import load_board
-        from armgen.firmware.run import instructions_from_ticks, qemu_command
+        from armgen.firmware.qemu import instructions_from_ticks, qemu_command
         from armgen.firmware.size import size_elf
 
         out: dict[str, Any] = {}
@@ -561,7 +562,8 @@ def _product_run(proj: Path) -> dict[str, Any] | None:
     """The product image's own run, ``build/stack-check.log``: what ``armgen build`` ran to check the sized
     stack. It is the image as shipped, which writes its input in place before SysTick starts, as TFLM's
     runner does; ``armgen run``'s variant copies the sample input inside the timed call (ad: 640 B)."""
-    from armgen.firmware.run import instructions_from_ticks, parse_firmware_output
+    from armgen.firmware.console_protocol import parse_firmware_output
+    from armgen.firmware.qemu import instructions_from_ticks
 
     log_path, sizing = proj / "build" / "stack-check.log", _stack_sizing(proj)
     if not log_path.is_file() or not sizing:

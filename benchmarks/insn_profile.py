@@ -59,7 +59,7 @@ def profile_elf(elf: Path, board_name: str, timeout: int = 1800, window: str | N
         subprocess.CalledProcessError / TimeoutExpired: QEMU or nm failed.
     """
     from armgen.boards import load_board
-    from armgen.firmware.run import qemu_command
+    from armgen.firmware.qemu import qemu_command
 
     board = load_board(board_name)
     starts, syms = _symbols(Path(elf))

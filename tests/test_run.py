@@ -2,7 +2,7 @@
 
 Without a workspace: a tiny real bare-metal program (tests/run_fixtures/probe.c, own start-up and
 semihosting) is compiled with arm-none-eabi-gcc for mps3-an547 and mps2-an386 and run on the real
-qemu-system-arm through armgen.firmware.run's wrapper. CI installs both tools.
+qemu-system-arm through armgen.firmware.qemu's wrapper. CI installs both tools.
 
 With a workspace (marker `workspace`): the samples through `armgen new` + `armgen run`.
 """
@@ -22,21 +22,12 @@ import pytest
 from armgen.boards import Emulator
 from armgen.errors import ModelError, RunError
 from armgen.model.program_report import ProgramReport, ProgramStats, TensorInfo
-from armgen.firmware.run import (
-    FirmwareError,
-    PoolUse,
-    StackUse,
-    check_pools,
-    check_run,
-    decode_cfsr,
-    input_bytes,
-    instructions_from_ticks,
-    output_array,
-    parse_firmware_output,
-    quantize_input,
-    run_firmware,
-    run_qemu,
-)
+from armgen.firmware.console_protocol import FirmwareError, PoolUse, StackUse, parse_firmware_output
+from armgen.firmware.faults import check_run, decode_cfsr
+from armgen.firmware.host_io import input_bytes, output_array, quantize_input
+from armgen.firmware.qemu import instructions_from_ticks, run_qemu
+from armgen.firmware.run import run_firmware
+from armgen.firmware.run_report import check_pools
 
 FIXTURES = Path(__file__).parent / "run_fixtures"
 #: The firmware's semihosting reader of input.bin (shared with the generated projects).
@@ -327,7 +318,7 @@ def test_run_firmware_flags_constant_outputs(probe, tmp_path):
 def test_load_input_file_formats(tmp_path):
     import torch
 
-    from armgen.firmware.run import load_input_file
+    from armgen.firmware.host_io import load_input_file
 
     info = TensorInfo(0, (1, 2, 3), "int8", (0, 1, 2), 6, 0.1, 0)
     x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)

@@ -237,7 +237,8 @@ def run_command(
     instruction count (not silicon cycles).
     """
     from armgen.boards import load_board
-    from armgen.firmware.run import load_input_file, run_firmware
+    from armgen.firmware.host_io import load_input_file
+    from armgen.firmware.run import run_firmware
     from armgen.model.program_report import ProgramReport
 
     project = project.resolve()

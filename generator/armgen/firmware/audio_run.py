@@ -27,18 +27,11 @@ import numpy as np
 
 from armgen.boards import Emulator
 from armgen.errors import ModelError, RunError
-from armgen.firmware.run import (
-    LSB_TOLERANCE,
-    SYSTICK_HZ,
-    Finding,
-    OutputCheck,
-    check_run,
-    compare_outputs,
-    instructions_from_ticks,
-    output_array,
-    parse_firmware_output,
-    run_qemu,
-)
+from armgen.firmware.console_protocol import parse_firmware_output
+from armgen.firmware.faults import check_run
+from armgen.firmware.host_io import output_array
+from armgen.firmware.qemu import SYSTICK_HZ, instructions_from_ticks, run_qemu
+from armgen.firmware.run_report import LSB_TOLERANCE, Finding, OutputCheck, compare_outputs
 from armgen.model.frontend import MfccFrontend
 from armgen.model.program_report import ProgramReport
 from armgen.model.reference import reference_outputs
@@ -62,7 +55,7 @@ class AudioRunReport:
         label / score: the firmware's top class and its dequantized output value; host_label: the
             top class of the lowered program on the host's own features.
         frontend_instructions / network_instructions: per stage (instructions, ``-icount shift=0``).
-        findings, passed: as :class:`armgen.firmware.run.RunReport`.
+        findings, passed: as :class:`armgen.firmware.run_report.RunReport`.
     """
 
     elf: str

@@ -9,7 +9,8 @@ state is the measured one, and the report says so (:data:`NO_STATIC_BOUND`):
 
 1. the product image is linked with the stack the project was generated with (8 KiB by default);
 2. it runs once on the board's own QEMU machine; the firmware paints its stack at reset and prints
-   the high-water mark (``ARMGEN stack reserved=... used=...``, ``src/platform``);
+   the high-water mark (``ARMGEN stack reserved=... used=...``, ``src/platform``; the line is
+   described in :mod:`armgen.firmware.console_protocol`);
 3. the stack becomes :func:`sized_stack_bytes` of that mark (x :data:`STACK_MARGIN`, rounded up to
    :data:`STACK_ALIGN`) through the linker symbol ``__armgen_stack_size__``, and the image is relinked;
 4. it runs again: the mark must repeat and fit.
@@ -106,10 +107,12 @@ def measure_high_water(
 
     Raises:
         RunError: the image faulted, timed out or reported an error (see
-            :func:`armgen.firmware.run.check_run`). BuildError: it printed no stack line.
+            :func:`armgen.firmware.faults.check_run`). BuildError: it printed no stack line.
         ToolchainError: qemu-system-arm is missing.
     """
-    from armgen.firmware.run import check_run, parse_firmware_output, run_qemu
+    from armgen.firmware.console_protocol import parse_firmware_output
+    from armgen.firmware.faults import check_run
+    from armgen.firmware.qemu import run_qemu
 
     run = run_qemu(elf, emulator, timeout=timeout, log_path=log_path)  # type: ignore[arg-type]
     log = parse_firmware_output(run.console)
