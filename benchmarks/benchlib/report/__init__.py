@@ -7,6 +7,8 @@ their tables when they exist.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,10 @@ from .findings import findings_section, targets_table
 from .main_tables import flash_by_component, header, main_table, wall_times
 from .plot import write_svg
 from .side_tables import against_tflm, tflm_arena_rows, tflm_lto_rows, zephyr_rows
+
+#: the line that replaces the plot when matplotlib (the ``bench`` extra) is not installed
+PLOT_NEEDS_MATPLOTLIB = ("bench: warning: results.svg not written: the plot needs matplotlib: "
+                         "pip install -e '.[bench]' (then benchmarks/run --report-only draws it)")
 
 
 def write_md(res: dict[str, Any], out: Path) -> None:
@@ -44,9 +50,17 @@ def write_md(res: dict[str, Any], out: Path) -> None:
 
 
 def write_report(res: dict[str, Any], out: Path) -> list[Path]:
-    """Write results.md and results.svg into ``out``; the files written."""
+    """Write results.md and results.svg into ``out``; the files written.
+
+    Without matplotlib (``pip install -e '.[bench]'``) results.md is still written and results.svg is not: one
+    line on stderr says so, and the caller's exit status stays 0 (the measurements are all in results.json and
+    results.md; ``benchmarks/run --report-only`` draws the plot later from them).
+    """
     write_md(res, out)
     written = [out / "results.md"]
+    if importlib.util.find_spec("matplotlib") is None:
+        print(PLOT_NEEDS_MATPLOTLIB, file=sys.stderr)
+        return written
     if write_svg(res, out):
         written.append(out / "results.svg")
     return written
