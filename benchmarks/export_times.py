@@ -47,11 +47,14 @@ def main() -> None:
                 "scratch_size": r.temp_allocator_size,
                 "vela_cycles": [d.vela.cycles for d in r.delegates if d.vela],
             })
-            print(f"{sample:4} {target:14} {dt:6.1f} s  pte {r.pte_size} B  planned {list(r.planned_buffers)}", flush=True)
+            print(f"{sample:4} {target:14} {dt:6.1f} s  pte {r.pte_size} B  planned {list(r.planned_buffers)}",
+                  flush=True)
     doc = {
-        "what": "wall-clock seconds of armgen.model.compile.compile_model per (sample, target), trained MLPerf Tiny weights",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "shared": "2 cores shared with other jobs"},
-        "versions": {"torch": version("torch"), "executorch": version("executorch"), "ethos-u-vela": version("ethos-u-vela")},
+        "what": "wall-clock seconds of armgen.model.compile.compile_model per (sample, target), "
+                "trained MLPerf Tiny weights",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "shared": "2 cores shared with other jobs"},
+        "versions": {name: version(name) for name in ("torch", "executorch", "ethos-u-vela")},
         "results": rows,
     }
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n")

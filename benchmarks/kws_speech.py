@@ -21,23 +21,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchlib.commands import run
+from benchlib.paths import ARMGEN, BENCH_DIR, default_cache
+from benchlib.samples import MACHINES
+
 WORDS = ("down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes")
-BOARDS = {"an547": "qemu_mps3_an547", "an386": "qemu_mps2_an386"}
-HERE = Path(__file__).resolve().parent
 
 
 def _armgen(*args: str) -> None:
-    exe = Path(sys.executable).with_name("armgen")  # the console script of this Python's armgen
-    r = subprocess.run([str(exe), *args], capture_output=True, text=True)
+    """The armgen CLI of this Python (its console script); exits with armgen's stderr when it fails."""
+    r, _ = run([ARMGEN, *args], check=False)
     if r.returncode != 0:
         raise SystemExit(f"armgen {' '.join(args)} failed:\n{r.stderr}")
 
@@ -52,22 +52,27 @@ def _project(cache: Path, name: str, board: str, frontend: bool) -> Path:
     return project
 
 
-def _sizes(project: Path) -> dict[str, int]:
+def _sizes(project: Path) -> dict[str, Any]:
     from armgen.boards import load_board
     from armgen.firmware.size import size_elf
     from armgen.project.record import load_project
 
     rec = load_project(project)
+    assert rec.elf_path is not None
     rep = size_elf(rec.elf_path, load_board(str(rec.board_spec)), rec.map_path)
     comps = {c.name: (c.flash, c.ram) for c in rep.components}
     return {"flash": rep.flash, "ram": rep.ram, "components": comps}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("ARMGEN_BENCH_CACHE",
-                                                                       Path.home() / ".cache" / "armgen-bench")))
-    a = ap.parse_args()
+def _speak(clips_dir: Path) -> None:
+    """One WAV per word from espeak-ng (22,050 Hz)."""
+    clips_dir.mkdir(parents=True, exist_ok=True)
+    for w in WORDS:
+        subprocess.run([shutil.which("espeak-ng") or "espeak-ng", "-w", str(clips_dir / f"{w}.wav"), w], check=True)
+
+
+def measure(cache: Path) -> dict[str, Any]:
+    """Every word through kws four ways, on both machines; the front end's flash and RAM (bytes) per machine."""
     import torch
 
     from armgen.boards import load_board
@@ -79,18 +84,14 @@ def main() -> int:
     from armgen.model.reference import reference_outputs
     from armgen.project.record import load_project
 
-    cache = a.cache / "kws_speech"
     clips_dir = cache / "clips"
-    clips_dir.mkdir(parents=True, exist_ok=True)
-    for w in WORDS:
-        subprocess.run([shutil.which("espeak-ng") or "espeak-ng", "-w", str(clips_dir / f"{w}.wav"), w], check=True)
-
+    _speak(clips_dir)
     sample = load_sample("kws")
     if sample.warnings:
         raise SystemExit(f"kws_speech: {sample.warnings[0]}")
     rows: dict[str, dict[str, Any]] = {w: {} for w in WORDS}
     sizes: dict[str, Any] = {}
-    for machine, board in BOARDS.items():
+    for machine, board in MACHINES.items():
         project = _project(cache, f"kws_fe_{machine}", board, frontend=True)
         plain = _project(cache, f"kws_{machine}", board, frontend=False)
         with_fe, without = _sizes(project), _sizes(plain)
@@ -123,10 +124,14 @@ def main() -> int:
                             "network_instructions": rr.network_instructions, "passed": rr.passed}
             print(machine, w, row[machine], flush=True)
 
-    result = {"words": WORDS, "rows": rows, "sizes": sizes,
-              "espeak_ng": subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.strip(),
-              "command": "python benchmarks/kws_speech.py"}
-    (HERE / "kws_speech.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return {"words": WORDS, "rows": rows, "sizes": sizes,
+            "espeak_ng": subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.strip(),
+            "command": "python benchmarks/kws_speech.py"}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """kws_speech.md: labels per word, features' difference and instructions per stage; front end sizes."""
+    rows, sizes = result["rows"], result["sizes"]
     lines = ["# kws hears espeak-ng words (benchmarks/kws_speech.py)", "",
              "| word | host float | host int8 | an547 firmware | an386 firmware | features max LSB (547/386) "
              "| front end instr. (547/386) | network instr. (547/386) |",
@@ -147,8 +152,18 @@ def main() -> int:
         lines.append(f"| {m} | {s['without']['flash']:,} / {s['with_frontend']['flash']:,} | "
                      f"{s['without']['ram']:,} / {s['with_frontend']['ram']:,} | {s['frontend']['flash']:,} | "
                      f"{s['frontend']['ram']:,} |")
-    (HERE / "kws_speech.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=default_cache())
+    a = ap.parse_args()
+    result = measure(a.cache / "kws_speech")
+    (BENCH_DIR / "kws_speech.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    md = markdown(result)
+    (BENCH_DIR / "kws_speech.md").write_text(md)
+    print(md, end="")
     return 0
 
 

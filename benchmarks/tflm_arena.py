@@ -2,9 +2,9 @@
 """TFLite Micro's tensor arena by allocation kind, for the MLPerf Tiny samples on both QEMU machines.
 
 armgen's method pool is split by kind from the program (``armgen.model.method_allocator_breakdown``,
-in ``results.json``); this is TFLM's side of the same question. It builds bench.py's TFLM runner
-again, in a build tree of its own, with ``TFLM_RECORD_ARENA=ON``: the runner then uses TFLM's own
-``RecordingMicroInterpreter`` and prints, after one inference, the bytes and counts TFLM's
+in ``results.json``); this is TFLM's side of the same question. It builds the main run's TFLM runner
+(``benchlib.tflm``) again, in a build tree of its own, with ``TFLM_RECORD_ARENA=ON``: the runner then uses
+TFLM's own ``RecordingMicroInterpreter`` and prints, after one inference, the bytes and counts TFLM's
 ``RecordingMicroAllocator`` recorded per ``RecordedAllocationType`` and the arena's persistent
 (tail) and non-persistent (head: activations and scratch) use. Writes ``tflm_arena.json``, which
 ``report.py`` renders beside armgen's method-pool table. The recording allocator's own objects add
@@ -12,7 +12,7 @@ again, in a build tree of its own, with ``TFLM_RECORD_ARENA=ON``: the runner the
 
     ARMGEN_BENCH_MODELS=... benchmarks/tflm_arena.py [--samples kws,vww,ic,ad] [--machines an547,an386]
 
-Needs the same workspace as bench.py's TFLM side (``armgen workspace init --benchmarks``).
+Needs the same workspace as the main run's TFLM side (``armgen workspace init --benchmarks``).
 """
 
 from __future__ import annotations
@@ -20,24 +20,27 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench  # noqa: E402  (benchmarks/ is not a package)
+from benchlib.cli import script_arguments
+from benchlib.commands import log
+from benchlib.results import write_side_result
+from benchlib.tflm import TFLM_PROBE_ARENA, Tflm
 
 _KIND = re.compile(r"^ARMGEN arena_kind (\S+) bytes=(\d+) count=(\d+)$", re.MULTILINE)
 _SPLIT = re.compile(r"^ARMGEN arena_split persistent=(\d+) nonpersistent=(\d+) recording_overhead=(\d+)$",
                     re.MULTILINE)
 
 
-def measure(machines: list[str], samples: list[str], cache: Path, jobs: int) -> dict:
+def measure(machines: list[str], samples: list[str], cache: Path, jobs: int) -> dict[str, Any]:
     """Build the recording runner per machine, run each model once, parse its arena lines."""
-    tflm = bench.Tflm(cache / "tflm-record", jobs)
+    tflm = Tflm(cache / "tflm-record", jobs)
     tflm.extra_defs = {"TFLM_RECORD_ARENA": "ON"}
-    out: dict = {}
+    out: dict[str, Any] = {}
     for m in machines:
-        arenas = {s: bench.TFLM_PROBE_ARENA[m] for s in samples}
+        arenas = {s: TFLM_PROBE_ARENA[m] for s in samples}
         bdir, _ = tflm.configure(m, samples, arenas)
-        bench.log(f"TFLM {m}: building the recording runners")
+        log(f"TFLM {m}: building the recording runners")
         tflm.build(bdir, [f"tflm_{s}" for s in samples])
         for s in samples:
             run, fw = tflm.run_elf(bdir / f"tflm_{s}.elf", m)
@@ -51,17 +54,17 @@ def measure(machines: list[str], samples: list[str], cache: Path, jobs: int) -> 
                 "nonpersistent": nonpersistent,
                 "recording_overhead": overhead,
             }
-            bench.log(f"TFLM {m} {s}: persistent {persistent} B (recording overhead {overhead} B), "
+            log(f"TFLM {m} {s}: persistent {persistent} B (recording overhead {overhead} B), "
                       f"non-persistent {nonpersistent} B")
     return out
 
 
 def main() -> int:
-    a = bench.script_arguments(__doc__.splitlines()[0], "tflm_arena.json")
+    a = script_arguments(__doc__.splitlines()[0], "tflm_arena.json")
     res = measure(a.machines.split(","), a.samples.split(","), a.cache, a.jobs)
     res["how"] = ("TFLM runner built with TFLM_RECORD_ARENA=ON (RecordingMicroInterpreter), one inference on QEMU; "
                   "bytes are RecordingMicroAllocator's used_bytes per RecordedAllocationType")
-    return bench.write_side_result(a.out, res)
+    return write_side_result(a.out, res)
 
 
 if __name__ == "__main__":

@@ -15,26 +15,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ARMGEN = [str(Path(sys.executable).with_name("armgen"))]
+from benchlib.commands import run
+from benchlib.paths import ARMGEN, BENCH_DIR
+
 TARGETS = {"instructions_ratio_max": 1.03, "ram_delta_max": 8 * 1024, "flash_excl_model_delta_max": 40 * 1024}
 
 
 def _armgen(*args: str, cwd: Path) -> tuple[str, float]:
-    start = time.monotonic()
-    r = subprocess.run([*ARMGEN, *args], cwd=cwd, capture_output=True, text=True)
+    """The armgen CLI of this Python in ``cwd``: (its stdout, wall seconds); exits when it fails."""
+    r, seconds = run([ARMGEN, *args], cwd=cwd, check=False)
     if r.returncode != 0:
         raise SystemExit(f"armgen {' '.join(args)} failed ({r.returncode}):\n{r.stderr[-2000:]}")
-    return r.stdout, round(time.monotonic() - start, 1)
+    return r.stdout, round(seconds, 1)
 
 
-def measure(work: Path, sample: str, rtos: str, release: str) -> dict:
+def measure(work: Path, sample: str, rtos: str, release: str) -> dict[str, Any]:
     """new + clean build + size + run of one project; the figures that matter (bytes, instructions)."""
     d = work / rtos
     d.mkdir(parents=True, exist_ok=True)
@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--release", default="3.7")
     ap.add_argument("--sample", default="kws")
     ap.add_argument("--work", type=Path, default=None, help="work directory (default: a temporary one)")
-    ap.add_argument("--out", type=Path, default=HERE / "zephyr.json")
+    ap.add_argument("--out", type=Path, default=BENCH_DIR / "zephyr.json")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="armgen-bench-zephyr-"))
     bm = measure(work, args.sample, "baremetal", args.release)
