@@ -166,15 +166,52 @@ def check_regions(regions: tuple[MemoryRegion, ...], npu: Npu | None, source: st
         raise BoardError(f"{source}: no RAM region may hold data, pools or stack")
     if npu is not None and not any("pools" in r.uses and r.npu_address is not None for r in regions):
         raise BoardError(f"{source}: the board has an NPU but no region that holds pools has an npu_address")
+    _check_npu_view(regions, source)
 
 
-def check_baremetal(bm: Baremetal, regions: tuple[MemoryRegion, ...], source: str) -> None:
+def _check_npu_view(regions: tuple[MemoryRegion, ...], source: str) -> None:
+    """The NPU's view of the regions (``npu_address`` .. + size) stays in 4 GiB and is one-to-one: two
+    regions the NPU sees at overlapping addresses would make the remap ambiguous.
+
+    Raises:
+        BoardError: naming the region(s).
+    """
+    seen = sorted((r for r in regions if r.npu_address is not None), key=lambda r: (r.npu_address, r.name))
+    for r in seen:
+        assert r.npu_address is not None
+        if r.npu_address + r.size > 1 << 32:
+            raise BoardError(f"{source}: region {r.name}: npu_address {r.npu_address:#x} + size {r.size:#x} "
+                             "runs past the NPU's 4 GiB address space")
+    for a, b in zip(seen, seen[1:], strict=False):
+        assert a.npu_address is not None and b.npu_address is not None
+        if b.npu_address < a.npu_address + a.size:
+            raise BoardError(
+                f"{source}: regions {a.name} and {b.name} overlap as the NPU sees them "
+                f"(npu_address {a.npu_address:#010x} + {a.size:#x} and {b.npu_address:#010x})",
+                hint="each region needs its own npu_address window",
+            )
+
+
+#: Cores whose caches are invalidated by hardware at reset, so the start-up may just turn them on
+#: (Cortex-M55 TRM; hal_alif common/src/system.c SystemInit relies on it). Others need an
+#: invalidate loop armgen's start-up does not have.
+_CACHE_AUTO_INVALIDATE_CORES = frozenset({"cortex-m55"})
+
+
+def check_baremetal(bm: Baremetal, regions: tuple[MemoryRegion, ...], source: str, core: str = "") -> None:
     """Check the bare-metal facts: a UART console has its kind and base, an STM32 USART its setup,
-    and the vector table lies in a region that holds code.
+    the vector table lies in a region that holds code, and ``caches`` only on a core that invalidates
+    its caches at reset (``core``: the board's ``cpu.core``).
 
     Raises:
         BoardError: naming the ``baremetal.`` field.
     """
+    if bm.caches and core not in _CACHE_AUTO_INVALIDATE_CORES:
+        raise BoardError(
+            f"{source}: baremetal.caches is true but armgen's start-up can turn caches on only for "
+            f"{', '.join(sorted(_CACHE_AUTO_INVALIDATE_CORES))} (cores that invalidate them at reset), not {core}",
+            hint="set baremetal.caches: false",
+        )
     if bm.console == "uart" and (bm.uart_base is None or bm.uart_kind is None):
         raise BoardError(f"{source}: baremetal.console is 'uart' but uart_kind/uart_base are not both set")
     if (bm.uart_kind or "").startswith("stm32") and bm.uart_setup is None:

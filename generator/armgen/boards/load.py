@@ -174,6 +174,8 @@ def _build(d: dict[str, Any], *, name: str, source: str, base_dir: Path) -> Boar
             n["vela_config_file"] = str(p if p.is_absolute() else (base_dir / p).resolve())
         else:
             n["vela_config_file"] = None
+        if n.get("clock_enable") is not None:
+            n["clock_enable"] = (int(n["clock_enable"][0]), int(n["clock_enable"][1]))
         npu = Npu(**n)
         check_npu(npu, source)
 
@@ -209,8 +211,9 @@ def _build(d: dict[str, Any], *, name: str, source: str, base_dir: Path) -> Boar
             source=setup.get("source", ""),
         ) if setup else None,
         exit=bm.get("exit") or ("semihosting" if bm["console"] == "semihosting" else "loop"),
+        caches=bool(bm.get("caches", False)),
     )
-    check_baremetal(baremetal, regions_t, source)
+    check_baremetal(baremetal, regions_t, source, cpu.core)
 
     budgets = check_budgets(d.get("budgets"), regions_t, source)
     emulator = _emulator(d.get("emulator"), name, cpu, source)

@@ -54,6 +54,12 @@ class Npu:
         vela_config_file: optional ``.ini`` with vendor system configs (None: Vela's built-in ``vela.ini``).
         base_address: NPU register base as the CPU sees it.
         irq: NPU interrupt number.
+        secure / privileged: the bus attributes the driver gives the NPU's accesses
+            (``ethosu_init(..., secure_enable, privilege_enable)``); the firmware runs secure and
+            privileged, so both default to True.
+        clock_enable: ``(register address, bit)`` the start-up sets before the NPU's first register
+            access (Alif: the RTSS ``CLK_ENA`` register, bit 0), or None when the NPU's clock runs
+            from reset (the Corstone FVPs).
     """
 
     type: str
@@ -64,6 +70,9 @@ class Npu:
     vela_config_file: str | None
     base_address: int
     irq: int
+    secure: bool = True
+    privileged: bool = True
+    clock_enable: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +231,10 @@ class Baremetal:
         vector_table: address the vector table must sit at (start of the code region).
         uart_setup: clocks, pin and baud for the STM32 USART drivers (None for the others).
         exit: ``"semihosting"`` (a semihosting exit, emulators) or ``"loop"`` (wfi forever).
+        caches: the start-up enables the CPU's instruction and data caches (``CCR.IC``/``CCR.DC``)
+            after ``.data``/``.bss`` are set up, as the vendor's own start-up does (False: they stay
+            as reset leaves them, off on Armv8.1-M). The Ethos-U hooks keep NPU buffers coherent
+            either way (:mod:`armgen.boards.npu`).
     """
 
     console: Literal["semihosting", "uart"]
@@ -230,6 +243,7 @@ class Baremetal:
     vector_table: int
     uart_setup: UartSetup | None = None
     exit: Literal["semihosting", "loop"] = "loop"
+    caches: bool = False
 
 
 @dataclass(frozen=True)

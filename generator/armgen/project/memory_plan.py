@@ -114,12 +114,13 @@ def plan_memory(
     placed: dict[str, int] = {r.name: 0 for r in board.regions}
     code_region = _code_region(board)
     # Zephyr's Ethos-U driver passes CPU addresses to the NPU unchanged (no ethosu_address_remap), so
-    # there the NPU's buffers need a region it sees at its own address (not Alif's TCM aliases).
+    # there the NPU's buffers need a region it sees at its own address (not Alif's TCM aliases). The
+    # bare-metal npu.c remaps through every alias the board gives (armgen.boards.npu.remap_windows).
     npu_reach = _npu_reach_rule(rtos)
     # The .pte: a non-volatile region first (read in place), then the fastest that fits; the NPU
     # reads weights and command stream from it in place, so it must be NPU-reachable when delegated.
     model_region = _place(
-        "the model (.pte)",
+        "the model (.pte)" + (", whose command stream and weights the NPU reads in place," if uses_npu else ""),
         _round_up(report.pte_size, POOL_ALIGNMENT),
         [r for r in board.regions if "model" in r.uses and (not uses_npu or npu_reach(r))],
         placed,
@@ -161,7 +162,9 @@ def plan_memory(
 
 def _npu_reach_rule(rtos: Rtos) -> Callable[[MemoryRegion], bool]:
     """Where the NPU may touch memory: at the region's own address on Zephyr (its driver does no
-    address remap), through any alias on bare metal."""
+    address remap), through any alias on bare metal (the generated ``ethosu_address_remap``
+    translates the CPU address of every buffer the driver hands the NPU; ``templates/baremetal/
+    project/src/platform/npu.c.j2``)."""
     if rtos == "zephyr":
         return lambda r: r.npu_address == r.base
     return lambda r: r.npu_address is not None
@@ -264,7 +267,8 @@ class _PoolPlanner:
                     + (" that the NPU can reach" if req.npu else ""),
                     hint="add a region with `uses: [pools]` (and npu_address) to the board file",
                 )
-            region = _place(f"pool {req.name}", _round_up(req.bytes, POOL_ALIGNMENT), candidates, placed)
+            what = f"pool {req.name}" + (", which the NPU reads and writes," if req.npu else "")
+            region = _place(what, _round_up(req.bytes, POOL_ALIGNMENT), candidates, placed)
             pools[req.name] = PoolPlan(
                 name=req.name,
                 bytes=req.bytes,

@@ -30,6 +30,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from armgen.boards.npu import dcache_windows, remap_windows
 from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
 from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
@@ -536,6 +537,8 @@ def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
         "cpu_flags": _cpu_flags(spec),
         "sample_inputs": sample_inputs,
         "reference_name": ref_name,
+        "npu_remap_windows": remap_windows(board),
+        "npu_dcache_windows": dcache_windows(board),
         "irq_vector": irq_vector,
         "irq_handlers": irq_handlers,
         "num_vectors": num_vectors,
