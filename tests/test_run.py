@@ -322,7 +322,7 @@ def test_load_input_file_formats(tmp_path):
 
     info = TensorInfo(0, (1, 2, 3), "int8", (0, 1, 2), 6, 0.1, 0)
     x = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
-    np.save(tmp_path / "a.npy", x[0])  # batch dimension added
+    np.save(tmp_path / "a.npy", x)
     np.savez(tmp_path / "b.npz", input_0=x)
     torch.save((torch.from_numpy(x),), tmp_path / "c.pt")
     for name in ("a.npy", "b.npz", "c.pt"):
@@ -331,6 +331,13 @@ def test_load_input_file_formats(tmp_path):
     (tmp_path / "d.txt").write_text("1 2 3")
     with pytest.raises(RunError, match="unknown input format"):
         load_input_file(tmp_path / "d.txt", [info])
+    # a different rank with the same elements is refused, naming both shapes (issue 27: it passed)
+    np.save(tmp_path / "rank.npy", x[0])
+    with pytest.raises(RunError, match=r"has shape \(2, 3\), the program wants \(1, 2, 3\)"):
+        load_input_file(tmp_path / "rank.npy", [info])
+    np.save(tmp_path / "shape.npy", x.reshape(1, 3, 2))
+    with pytest.raises(RunError, match=r"has shape \(1, 3, 2\)"):
+        load_input_file(tmp_path / "shape.npy", [info])
     with pytest.raises(RunError, match="holds 2 inputs"):
         torch.save([torch.zeros(1), torch.zeros(1)], tmp_path / "e.pt")
         load_input_file(tmp_path / "e.pt", [info])

@@ -126,11 +126,14 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
     - ``.pt``: ``torch.save`` of a tensor, or a tuple/list of tensors, or a dict with ``input_<i>``
       keys (loaded with ``weights_only=True``).
 
-    A missing leading batch dimension of 1 is added. Float arrays are quantized later with the
-    input's scale/zero point (:func:`quantize_input`).
+    Each array must have its input's exact shape: nothing is squeezed or added, because a
+    different rank with the same number of elements (``(1, 49, 10)`` for ``(1, 1, 49, 10)``) may
+    mean a different layout, and guessing would pass a wrong input silently (issue 27). Float
+    arrays are quantized later with the input's scale/zero point (:func:`quantize_input`).
 
     Raises:
-        RunError: unknown suffix, unreadable file, wrong number of inputs.
+        RunError: unknown suffix, unreadable file, wrong number of inputs, an array whose shape is
+            not its input's (the message names both).
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -172,9 +175,10 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
         raise RunError(f"cannot read input {path}: {type(exc).__name__}: {exc}") from None
     if len(arrays) != len(infos):
         raise RunError(f"{path} holds {len(arrays)} inputs, the program takes {len(infos)}")
-    out = []
-    for arr, info in zip(arrays, infos, strict=False):
-        if arr.ndim == len(info.shape) - 1 and info.shape and info.shape[0] == 1:
-            arr = arr[None, ...]
-        out.append(arr)
-    return out
+    for arr, info in zip(arrays, infos, strict=True):
+        if tuple(arr.shape) != tuple(info.shape):
+            raise RunError(
+                f"{path}: input {info.index} has shape {tuple(arr.shape)}, the program wants {tuple(info.shape)}",
+                hint="save the array with exactly the program's input shape (armgen inspect lists it)",
+            )
+    return arrays
