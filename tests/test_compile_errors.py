@@ -42,6 +42,40 @@ def test_file_not_defining_the_model(tmp_path):
     assert "hint:" in err
 
 
+def test_file_without_model_hints_at_its_own_factories(tmp_path):
+    # issue 27, item 4: the hint named `make_model` whatever the file held
+    f = _write(
+        tmp_path / "factories.py",
+        """
+        import torch
+        from torch.nn import Linear
+
+
+        def build_net():
+            return torch.nn.Linear(4, 2), (torch.zeros(1, 4),)
+
+
+        def scale(x):
+            return x * 2
+
+
+        def _private():
+            return None
+
+
+        net = Linear(4, 2)
+        """,
+    )
+    code, err, _ = _run(["compile", str(f), "--target", "cortex-m55", "-o", str(tmp_path / "o")])
+    _assert_one_line_error(code, err, "does not define module-level model and example_inputs")
+    hint = next(ln for ln in err.splitlines() if "hint:" in ln)
+    assert f"{f}:build_net" in hint and f"{f}:net" in hint, hint
+    assert "make_model" not in hint and "scale" not in hint and "_private" not in hint and "Linear" not in hint
+    bare = _write(tmp_path / "bare.py", "x = 1\n")
+    code, err, _ = _run(["compile", str(bare), "--target", "cortex-m55", "-o", str(tmp_path / "o")])
+    assert "make_model" not in err and f"{bare}:<function>" in err, err
+
+
 def test_factory_attribute_missing(tmp_path):
     f = _write(tmp_path / "m.py", "x = 1\n")
     code, err, _ = _run(["compile", f"{f}:make", "--target", "cortex-m55", "-o", str(tmp_path / "o")])

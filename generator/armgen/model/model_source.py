@@ -21,6 +21,7 @@ Accepted ``MODEL`` arguments of ``armgen compile``:
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import sys
 import types
@@ -174,6 +175,34 @@ def _as_inputs(value: Any, where: str) -> tuple[torch.Tensor, ...]:
     return tuple(value)
 
 
+def factory_candidates(module: types.ModuleType) -> list[str]:
+    """Names in a user's model file that ``file.py:NAME`` could mean, in file order.
+
+    The candidates are the functions the file itself defines (not imported ones) that can be called
+    without arguments, and the module-level ``nn.Module`` instances. Private names (``_x``) are left out.
+    """
+    names = []
+    for name, obj in vars(module).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(obj, nn.Module):
+            names.append(name)
+        elif inspect.isfunction(obj) and obj.__module__ == module.__name__:
+            params = inspect.signature(obj).parameters.values()
+            if all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+                names.append(name)
+    return names
+
+
+def _factory_hint(module: types.ModuleType, path: Path) -> str:
+    """The second half of the hint for a file without ``model``/``example_inputs``: its own candidates."""
+    candidates = factory_candidates(module)
+    if not candidates:
+        return f"or name a factory that returns (model, example_inputs): {path}:<function>"
+    listed = ", ".join(f"{path}:{name}" for name in candidates[:5])
+    return f"or name one of the file's own factories or modules: {listed}"
+
+
 def load_python_model(spec: str) -> ModelSource:
     """Load ``file.py`` or ``file.py:attr`` (see module docstring for the convention).
 
@@ -214,7 +243,7 @@ def load_python_model(spec: str) -> ModelSource:
             raise ModelError(
                 f"{path} does not define module-level {missing}",
                 hint="define `model` (an nn.Module) and `example_inputs` (a tuple of tensors), "
-                "or name a factory: file.py:make_model",
+                + _factory_hint(module, path),
             )
     if not isinstance(model, nn.Module):
         raise ModelError(f"{where}: 'model' is a {type(model).__name__}, not a torch.nn.Module")
