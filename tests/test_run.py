@@ -374,8 +374,18 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     res = _armgen("run", str(tmp_path))
     assert res.returncode == 2, res.stderr
     assert "Ethos-U" in res.stderr and "QEMU has no Ethos-U model" in res.stderr
-    assert "armgen new kws_cpu --board corstone_320 --backend cortex-m --model kws" in res.stderr
+    assert (
+        "armgen new kws_cpu --board corstone_320 --backend cortex-m --model kws --rtos baremetal "
+        "&& armgen run kws_cpu\n" in res.stderr.replace("`", "") + "\n"
+    ), res.stderr
     assert "Traceback" not in res.stderr
+    # a Zephyr project: the hint's run needs no Zephyr workspace (issue 27: it did)
+    record = (tmp_path / "armgen.toml").read_text()
+    record = record.replace('rtos = "baremetal"\n', 'rtos = "zephyr"\nzephyr_target = "mps4/corstone320/fvp"\n')
+    (tmp_path / "armgen.toml").write_text(record)
+    res = _armgen("run", str(tmp_path))
+    assert res.returncode == 2, res.stderr
+    assert "--rtos zephyr && armgen run kws_cpu --baremetal-standin" in res.stderr, res.stderr
 
 
 # ---- with a workspace: the samples through `armgen new` + `armgen run` ---------------------------

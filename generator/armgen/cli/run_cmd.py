@@ -51,9 +51,13 @@ def _cortex_m_hint(record: ProjectRecord, board_name: str) -> str:
     if model is not None and model.weights:
         args += f" --weights {model.weights}"
     name = f"{record.name}_cpu"
+    # The same RTOS as this project (a board's default may differ), and for Zephyr the bare-metal
+    # stand-in, which needs no Zephyr workspace (issue 27: the hint's own command failed without one).
+    args += f" --rtos {record.rtos}" if record.rtos else ""
+    run_args = " --baremetal-standin" if record.rtos == "zephyr" else ""
     return (
         f"run the Cortex-M build of the same model instead: "
-        f"armgen new {name} --board {board_name} --backend cortex-m{args} && armgen run {name}"
+        f"armgen new {name} --board {board_name} --backend cortex-m{args} && armgen run {name}{run_args}"
     )
 
 
