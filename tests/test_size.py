@@ -499,6 +499,34 @@ def test_compare_gives_deltas(tmp_path: Path, fw: tuple[Path, Path], board_file:
     assert code == 0 and "section deltas" in out and "+24" in out
 
 
+@needs_gcc
+def test_compare_without_the_old_map_refuses_component_deltas(tmp_path: Path, fw: tuple[Path, Path],
+                                                               board_file: Path) -> None:
+    """Issue 27: an old ELF with no map beside it showed every component as 0 (so "app +N B"), silently."""
+    new_elf, _new_map = build_fw(tmp_path / "grown", ro_n=1000 + 24)
+    lone = tmp_path / "lone" / "old.elf"
+    lone.parent.mkdir()
+    lone.write_bytes(fw[0].read_bytes())  # the old image without its map
+    code, out, err = invoke("size", str(new_elf), "--board", str(board_file), "--compare", str(lone), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    cmp = doc["compare"]
+    assert cmp["components"] == {"flash": {}, "ram": {}}
+    assert len(cmp["notes"]) == 1 and "components not compared" in cmp["notes"][0]
+    assert f"{lone} by " in cmp["notes"][0] and "(no linker map beside it)" in cmp["notes"][0]
+    assert cmp["sections"][".rodata"]["delta"] == 24  # sections are still compared
+    assert validate_report(doc) is None
+    code, out, err = invoke("size", str(new_elf), "--board", str(board_file), "--compare", str(lone))
+    assert code == 0 and "note: components not compared" in err and "component deltas" not in out
+    # the old map given explicitly: components compared again, no note
+    code, out, err = invoke("size", str(new_elf), "--board", str(board_file), "--compare", str(lone),
+                            "--compare-map", str(fw[1]), "--json")
+    cmp = json.loads(out)["compare"]
+    assert code == 0 and cmp["notes"] == [] and cmp["components"]["flash"]["app"]["delta"] == 24
+    code, _, err = invoke("size", str(new_elf), "--compare-map", str(fw[1]))
+    assert code == 2 and "--compare-map needs --compare" in err
+
+
 # ------------------------------------------------------------------------------- bad ELF input
 
 

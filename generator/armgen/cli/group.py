@@ -127,4 +127,6 @@ def quiet_upstream_logs() -> None:
     # torch.utils._pytree's LeafSpec deprecation is raised while a tree spec is copied, so Python
     # attributes it to the standard library's copyreg, not to torch: every `new` of a user's .py
     # printed it (issue 27, item 4). Matched by its text, so a warning of armgen's own still shows.
-    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
+    warnings.filterwarnings(
+        "ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning
+    )

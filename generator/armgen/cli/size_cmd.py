@@ -222,6 +222,9 @@ def _write_svg(elf: Path, report: Any) -> str | None:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (sorted keys) on stdout.")
 @click.option("--compare", "old_elf", type=click.Path(path_type=Path),
               help="Older ELF: print per-component/section deltas.")
+@click.option("--compare-map", "old_map", type=click.Path(path_type=Path),
+              help="GNU ld map of the older ELF (default: <elf>.map next to it). Without one on either side, "
+              "components are not compared (a note says so).")
 @click.option("--board", "board_spec", help="Board name or board YAML path (default: armgen.toml's board).")
 @click.option("--map", "map_file", type=click.Path(path_type=Path),
               help="GNU ld map file of the link (default: armgen.toml's map, else <elf>.map next to the ELF).")
@@ -230,6 +233,7 @@ def size_command(
     budget_file: Path | None,
     as_json: bool,
     old_elf: Path | None,
+    old_map: Path | None,
     board_spec: str | None,
     map_file: Path | None,
 ) -> None:
@@ -250,7 +254,10 @@ def size_command(
     violations = check_budgets(report, budgets)
     comparison = None
     if old_elf is not None:
-        comparison = compare_reports(size_elf(old_elf, board, find_map(old_elf)), report)
+        old_report = size_elf(old_elf, board, old_map if old_map is not None else find_map(old_elf))
+        comparison = compare_reports(old_report, report)
+    elif old_map is not None:
+        raise click.UsageError("--compare-map needs --compare OLD.elf")
 
     svg_written = _write_svg(elf, report)
 
@@ -279,6 +286,8 @@ def size_command(
                 f"RAM {comparison.ram.delta:+,} B",
                 markup=False,
             )
+            for note in comparison.notes:
+                err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
             for t in _compare_tables(comparison):
                 _print(t)
         if svg_written:

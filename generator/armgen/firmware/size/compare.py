@@ -31,6 +31,11 @@ class SizeComparison:
         flash, ram: total deltas. sections: per section (size). components_flash / components_ram:
         per component. regions: per region ``used``. Items present in one report only count as 0 in
         the other; every item of either report is listed, sorted by name.
+        notes: sentences about what was not compared. Components are compared only when both reports
+        found them the same way (``attribution``: map, DWARF or symbols); otherwise both component
+        tuples are empty and a note says why, instead of deltas between two different methods
+        (issue 27: an old ELF without its map showed every component as 0 and its bytes as
+        "unattributed", so "app +12,279 B").
     """
 
     old_elf: str
@@ -41,6 +46,7 @@ class SizeComparison:
     components_flash: tuple[Delta, ...]
     components_ram: tuple[Delta, ...]
     regions: tuple[Delta, ...]
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -59,6 +65,7 @@ class SizeComparison:
                 "ram": {x.name: d(x) for x in self.components_ram},
             },
             "regions": {x.name: d(x) for x in self.regions},
+            "notes": list(self.notes),
         }
 
 
@@ -67,7 +74,11 @@ def _deltas(old: Mapping[str, int], new: Mapping[str, int]) -> tuple[Delta, ...]
 
 
 def compare_reports(old: ElfSizeReport, new: ElfSizeReport) -> SizeComparison:
-    """Per-section, per-component and per-region deltas between two reports (``new - old``, bytes)."""
+    """Per-section, per-component and per-region deltas between two reports (``new - old``, bytes).
+
+    Components are compared only when both reports share their ``attribution`` (see
+    :class:`SizeComparison`); sections, regions and totals always are.
+    """
 
     def sec_sizes(r: ElfSizeReport) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -75,13 +86,28 @@ def compare_reports(old: ElfSizeReport, new: ElfSizeReport) -> SizeComparison:
             out[s.name] = out.get(s.name, 0) + s.size
         return out
 
+    notes: list[str] = []
+    comparable = old.attribution == new.attribution
+    if not comparable:
+
+        def how(r: ElfSizeReport) -> str:
+            why = " (no linker map beside it)" if r.attribution != "map" and r.map is None else ""
+            return f"{r.elf} by {r.attribution}{why}"
+
+        notes.append(
+            f"components not compared: they were found in different ways, {how(old)}, {how(new)}; "
+            "give both images' linker maps (--map, --compare-map) to compare components"
+        )
+    old_components = old.components if comparable else ()
+    new_components = new.components if comparable else ()
     return SizeComparison(
         old_elf=old.elf,
         new_elf=new.elf,
         flash=Delta("flash", old.flash, new.flash),
         ram=Delta("ram", old.ram, new.ram),
         sections=_deltas(sec_sizes(old), sec_sizes(new)),
-        components_flash=_deltas({c.name: c.flash for c in old.components}, {c.name: c.flash for c in new.components}),
-        components_ram=_deltas({c.name: c.ram for c in old.components}, {c.name: c.ram for c in new.components}),
+        components_flash=_deltas({c.name: c.flash for c in old_components}, {c.name: c.flash for c in new_components}),
+        components_ram=_deltas({c.name: c.ram for c in old_components}, {c.name: c.ram for c in new_components}),
         regions=_deltas({r.name: r.used for r in old.regions}, {r.name: r.used for r in new.regions}),
+        notes=tuple(notes),
     )
