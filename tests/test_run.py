@@ -198,6 +198,35 @@ def test_hard_fault_is_a_run_error(probe, machine, tmp_path):
     assert "cfsr=" in log_path.read_text()
 
 
+def test_fault_at_the_stack_limit_says_stack_overflow():
+    """Issue 27: --stack-size 512 ran kws into a PRECISERR HardFault whose message named no stack.
+
+    The line is the one the bare-metal fault handler (templates/.../startup.c.j2) prints."""
+    from armgen.firmware.qemu import QemuRun
+
+    line = ("ARMGEN error HardFault exception=3 pc=0x10001234 lr=0x10005679 cfsr=0x00008200 hfsr=0x40000000 "
+            "bfar=0x2000fff0 exc_return=0xfffffff9 sp=0x30000108 stack_limit=0x30000100 stack_size=512 "
+            "stack_limit_reached=1")  # fmt: skip
+    run = QemuRun(("qemu-system-arm",), 3, line + "\n", "", 0.1, False, 30.0)
+    with pytest.raises(RunError) as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert exc.value.message.startswith("stack overflow: the 512 B stack was used to its limit"), exc.value.message
+    assert "sp=0x30000108, stack limit 0x30000100" in exc.value.message
+    assert "then HardFault [" in exc.value.message and "PRECISERR" in exc.value.message
+    assert "--stack-size" in (exc.value.hint or "") and "auto" in (exc.value.hint or "")
+    # the same fault with the stack far from its limit is an ordinary HardFault
+    run = QemuRun(("qemu-system-arm",), 3, line.replace("stack_limit_reached=1", "stack_limit_reached=0") + "\n",
+                  "", 0.1, False, 30.0)  # fmt: skip
+    with pytest.raises(RunError, match="HardFault: firmware faulted") as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert "stack overflow" not in exc.value.message
+    # an abort after the stack reached its limit (what kws with --stack-size 512 printed)
+    abort = "ARMGEN error Abort et_pal_abort sp=0x30000300 stack_limit=0x30000100 stack_size=512 stack_limit_reached=1"
+    run = QemuRun(("qemu-system-arm",), 8, abort + "\n", "", 0.1, False, 30.0)
+    with pytest.raises(RunError, match=r"^stack overflow: the 512 B stack .*, then Abort$"):
+        check_run(run, parse_firmware_output(run.console))
+
+
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_lockup_without_handler_is_a_hard_fault(probe, machine):
     run = run_qemu(probe(machine, "lockup"), EMULATORS[machine], timeout=30)

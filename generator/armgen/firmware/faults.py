@@ -63,14 +63,36 @@ _LOCKUP_RE = re.compile(r"Lockup[^\n]*")
 _PC_RE = re.compile(r"R15=([0-9a-fA-F]{8})")
 
 
+def _stack_overflow(fields: str) -> str | None:
+    """What a fault line says about the stack, when it reached its limit; else None.
+
+    The bare-metal fault handler and ``et_pal_abort`` (``startup.c``, ``et_pal.cpp``) end their
+    error lines with ``sp=``, ``stack_limit=``, ``stack_size=`` (bytes) and ``stack_limit_reached``,
+    which is 1 when the word at the stack's limit lost its start-up paint or sp is within 64 B of
+    the limit or below it: the stack grew into (or past) its last word, so what it overwrote below
+    (pools, .bss) is the likely cause of the failure (issue 27: ``--stack-size 512`` ran kws into
+    an abort that named no stack).
+    """
+    values = dict(re.findall(r"(\w+)=(0x[0-9a-fA-F]+|\d+)", fields))
+    if values.get("stack_limit_reached") != "1":
+        return None
+    size = int(values["stack_size"], 0) if "stack_size" in values else None
+    sp, limit = values.get("sp"), values.get("stack_limit")
+    where = f"; sp={sp}, stack limit {limit}" if sp and limit else ""
+    return f"the {size:,} B stack was used to its limit{where}" if size is not None else (
+        f"the stack was used to its limit{where}"
+    )
+
+
 def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
     """Raise :class:`RunError` when a run did not end with ``ARMGEN done`` and status 0.
 
     Decodes, in order: a wall-clock timeout; QEMU failing to start; a CPU lockup (QEMU aborts with
-    ``Lockup: can't escalate ... to HardFault``: a fault with no usable HardFault handler); an
-    ``ARMGEN error HardFault ...`` line (CFSR bits named when ``cfsr=0x...`` is printed); an
-    ExecuTorch error line (its name, where it happened and a hint); a non-zero exit status; a
-    missing ``ARMGEN done``.
+    ``Lockup: can't escalate ... to HardFault``: a fault with no usable HardFault handler); any
+    error line whose stack fields say the stack reached its limit (a stack overflow, whatever
+    failed after it: a HardFault, an abort); an ``ARMGEN error HardFault ...`` line (CFSR bits
+    named when ``cfsr=0x...`` is printed); an ExecuTorch error line (its name, where it happened
+    and a hint); a non-zero exit status; a missing ``ARMGEN done``.
 
     Args:
         run: the QEMU process result. log: its parsed lines. where: a label for messages
@@ -104,6 +126,16 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
             "usable HardFault handler",
             hint="run with `armgen -v run` to see QEMU's register dump" + logref,
         )
+    for err in log.errors:
+        if overflow := _stack_overflow(err.where):
+            m = re.search(r"cfsr=(0x[0-9a-fA-F]+|\d+)", err.where)
+            bits = decode_cfsr(int(m.group(1), 0)) if m else []
+            then = f"{err.name}" + (f" [{', '.join(bits)}]" if bits else "")
+            raise RunError(
+                f"stack overflow{tag}: {overflow}, then {then}",
+                hint="give the firmware a larger stack: armgen new --force --stack-size BYTES, or "
+                "--stack-size auto (armgen build measures it on QEMU)" + logref,
+            )
     for err in log.errors:
         if err.name in ("HardFault", "MemManage", "BusFault", "UsageFault", "SecureFault"):
             detail = err.where

@@ -32,6 +32,10 @@ void armgen_platform_lock_heap(void);
 /* Stop with a status (0 = success). Semihosting: the emulator exits with it. */
 void armgen_exit(int status) __attribute__((noreturn));
 
+/* Bare metal: print " sp=0x... stack_limit=0x... stack_size=N stack_limit_reached=0|1" (no newline)
+ * at the end of an error line, so that `armgen run` can tell a stack overflow from other faults. */
+void armgen_print_stack_state(uintptr_t sp);
+
 /* Board hook for real boards: clocks, pins, console UART. Weak default does nothing. */
 void board_init(void);
 
