@@ -63,6 +63,12 @@ _LOCKUP_RE = re.compile(r"Lockup[^\n]*")
 _PC_RE = re.compile(r"R15=([0-9a-fA-F]{8})")
 
 
+def _cfsr_bits(fields: str) -> list[str]:
+    """The CFSR bits named in an error line's ``cfsr=`` field (empty when it has none)."""
+    m = re.search(r"cfsr=(0x[0-9a-fA-F]+|\d+)", fields)
+    return decode_cfsr(int(m.group(1), 0)) if m else []
+
+
 def _stack_overflow(fields: str) -> str | None:
     """What a fault line says about the stack, when it reached its limit; else None.
 
@@ -128,8 +134,7 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
         )
     for err in log.errors:
         if overflow := _stack_overflow(err.where):
-            m = re.search(r"cfsr=(0x[0-9a-fA-F]+|\d+)", err.where)
-            bits = decode_cfsr(int(m.group(1), 0)) if m else []
+            bits = _cfsr_bits(err.where)
             then = f"{err.name}" + (f" [{', '.join(bits)}]" if bits else "")
             raise RunError(
                 f"stack overflow{tag}: {overflow}, then {then}",
@@ -139,8 +144,7 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
     for err in log.errors:
         if err.name in ("HardFault", "MemManage", "BusFault", "UsageFault", "SecureFault"):
             detail = err.where
-            m = re.search(r"cfsr=(0x[0-9a-fA-F]+|\d+)", err.where)
-            bits = decode_cfsr(int(m.group(1), 0)) if m else []
+            bits = _cfsr_bits(err.where)
             if bits:
                 detail += " [" + ", ".join(bits) + "]"
             raise RunError(
