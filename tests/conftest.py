@@ -1,8 +1,11 @@
-"""Test-session set-up: a site fact, read only when present.
+"""Test-session set-up: a site fact, read only when present, and no network.
 
 The trained MLPerf Tiny weights are data files of this site (``../shared/models/mlperf_tiny`` beside the
-checkout; see its README). armgen itself finds them only through ``$ARMGEN_MLPERF_DIR`` or
-``--weights``; the tests point the variable there when the folder exists and the variable is unset.
+checkout; see its README). armgen itself finds them only through ``$ARMGEN_MLPERF_DIR``, ``--weights``,
+its cache or a download; the tests point the variable there when the folder exists and the variable is
+unset, and set ``ARMGEN_OFFLINE=1`` and a fresh ``ARMGEN_CACHE_DIR`` for the session, so no test
+downloads anything or reads the user's cache (tests of the download path serve the files from
+127.0.0.1 and lift the switch themselves).
 """
 
 from __future__ import annotations
@@ -10,6 +13,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 _SITE_MLPERF = Path(__file__).resolve().parent.parent.parent / "shared" / "models" / "mlperf_tiny"
 if "ARMGEN_MLPERF_DIR" not in os.environ and _SITE_MLPERF.is_dir():
     os.environ["ARMGEN_MLPERF_DIR"] = str(_SITE_MLPERF)
+os.environ["ARMGEN_OFFLINE"] = "1"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_weights_cache(tmp_path_factory):
+    """A weights cache of the session's own (empty at start), so the user's cache never decides a test."""
+    os.environ["ARMGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("armgen-cache"))
+    yield

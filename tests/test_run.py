@@ -9,6 +9,8 @@ With a workspace (marker `workspace`): the samples through `armgen new` + `armge
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import os
 import shutil
@@ -323,6 +325,17 @@ def test_firmware_without_input_file_support(probe, tmp_path):
     assert any(f.subject == "second input" and "does not read input.bin" in f.message for f in rr.findings)
     with pytest.raises(RunError, match="ignored input.bin"):
         run_firmware(elf, report, emu, report_dir=rdir, inputs=[np.zeros((1, 4), np.int8)], timeout=30)
+
+
+def test_run_says_when_the_weights_are_untrained(probe, tmp_path):
+    report, rdir = _identity_project(tmp_path)
+    report = dataclasses.replace(report, untrained_weights=True)
+    assert ProgramReport.from_dict(json.loads(report.to_json())).untrained_weights  # kept in the report file
+    rr = run_firmware(probe("mps3-an547", "input"), report, EMULATORS["mps3-an547"], report_dir=rdir,
+                      timeout=30, repeat=1, check_alternate=False)  # fmt: skip
+    assert rr.passed  # bit-exact all the same
+    (w,) = [f for f in rr.findings if f.subject == "weights"]
+    assert w.severity == "warning" and "UNTRAINED" in w.message and "armgen weights fetch" in w.message
 
 
 def test_run_firmware_flags_a_mismatch(probe, tmp_path):

@@ -74,8 +74,8 @@ def new_project(
 
     board_ref = board_name if not _looks_like_path(board_name) else str(Path(board_name).expanduser().resolve())
     with tempfile.TemporaryDirectory(prefix="armgen-new-") as tmp:
-        report, pte_path, report_path, source = _program(name, model, weights, calibration, board, backend,
-                                                         Path(tmp), say)
+        report, pte_path, report_path, source, weights_used = _program(name, model, weights, calibration, board,
+                                                                       backend, Path(tmp), say)
         spec = make_spec(
             report,
             board,
@@ -86,7 +86,7 @@ def new_project(
             rtos=rtos,
             backend=backend,
             model_source=source,
-            weights=str(Path(weights).expanduser().resolve()) if weights else None,
+            weights=weights_used,
             stack_size=stack_size,
             zephyr=zephyr,
             frontend=audio[0] if audio else None,
@@ -94,7 +94,7 @@ def new_project(
         )
         if stack_auto:
             spec = dataclasses.replace(spec, stack_auto=True)
-        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say)
+        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say)
         rendered = render_project(spec, standin)
         written = write_project_result(rendered, out_dir, force=force)
 
@@ -120,8 +120,7 @@ def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_
         return None
     return make_spec(
         report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
-        rtos="zephyr", backend=spec.backend, model_source=source,
-        weights=str(Path(weights).expanduser().resolve()) if weights else None,
+        rtos="zephyr", backend=spec.backend, model_source=source, weights=weights,
         stack_size=stack_size, zephyr=zephyr_placement(qemu, spec.zephyr_release), allow_cpu_mismatch=True,
     )
 
@@ -154,8 +153,20 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text or text.endswith((".yaml", ".yml")) or Path(text).is_file()
 
 
+#: The project record's ``[model] weights`` of a sample compiled without trained weights.
+UNTRAINED_WEIGHTS = "untrained (fixed-seed weights)"
+
+
+def _weights_entry(report: Any, weights: Path | str | None) -> str | None:
+    """The record's ``[model] weights``: the trained file's absolute path, :data:`UNTRAINED_WEIGHTS`, or None."""
+    if getattr(report, "untrained_weights", False):
+        return UNTRAINED_WEIGHTS
+    return str(Path(weights).expanduser().resolve()) if weights else None
+
+
 def _program(name, model, weights, calibration, board, backend, tmp: Path, say: Say):
-    """Compile (or pick up) the program: (report, pte path, report path, source description)."""
+    """Compile (or pick up) the program: (report, pte path, report path, source description, the record's
+    weights entry)."""
     if model is not None and model.lower().endswith(".pte"):
         if calibration is not None:
             raise ProjectError("--calibration does not apply to a compiled .pte (it is already quantized)",
@@ -169,7 +180,8 @@ def _program(name, model, weights, calibration, board, backend, tmp: Path, say: 
                 f"{report_path} not found next to {pte.name}",
                 hint="compile with `armgen compile` (it writes the report), or pass the model source",
             )
-        return _load_report(pte, report_path), pte, report_path, str(pte)
+        report = _load_report(pte, report_path)
+        return report, pte, report_path, str(pte), _weights_entry(report, weights)
 
     from armgen.model.compile import compile_model
     from armgen.model.model_source import sample_names
@@ -201,7 +213,7 @@ def _program(name, model, weights, calibration, board, backend, tmp: Path, say: 
         desc = f"sample:{source}"
     else:
         desc = str(Path(source).expanduser().resolve()) if Path(source).exists() else source
-    return result.report, result.pte_path, result.report_path, desc
+    return result.report, result.pte_path, result.report_path, desc, _weights_entry(result.report, result.weights)
 
 
 def _load_report(pte: Path, report_path: Path) -> Any:

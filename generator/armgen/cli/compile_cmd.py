@@ -147,7 +147,7 @@ def _print_report(report: ProgramReport) -> None:
 @click.option("--cpu", default=None, help="Cortex-M running non-delegated ops (Ethos-U targets; default cortex-m55).")
 @click.option("--weights", type=click.Path(dir_okay=False), default=None,
               help="Trained float .tflite for a built-in sample (default: the MLPerf Tiny reference file "
-                   "in $ARMGEN_MLPERF_DIR when present).")
+                   "from $ARMGEN_MLPERF_DIR, the cache, or downloaded once; see `armgen weights`).")
 @click.option("--calibration", type=click.Path(), default=None,
               help="Representative inputs: a directory, .npz or .pt (default: sample generator / example inputs).")
 @click.option("--system-config", default=None, help="Vela system config (Ethos-U; default: upstream's for the NPU).")
@@ -163,9 +163,9 @@ def compile_cmd(
 ):
     """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
-    Built-in samples load the trained MLPerf Tiny weights from $ARMGEN_MLPERF_DIR
-    when the reference .tflite is there (armgen does not guess the folder; unset, the sample gets
-    fixed-seed weights and a warning).
+    Built-in samples get the trained MLPerf Tiny weights: --weights, else $ARMGEN_MLPERF_DIR, else
+    the cache ($ARMGEN_CACHE_DIR/weights, ~/.cache/armgen/weights), else a download checked by SHA-256
+    ($ARMGEN_WEIGHTS_URL mirror; none with ARMGEN_OFFLINE=1). Without any: fixed-seed weights and a warning.
     """
     from armgen.model.compile import compile_model
 

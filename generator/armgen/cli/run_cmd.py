@@ -199,7 +199,9 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
         say(f"{f.severity}: {f.subject}: {f.message}")
     if rr.max_lsb_diff is not None:
         verdict = "PASS" if rr.passed else "FAIL"
-        say(f"{verdict}: max difference {rr.max_abs_diff:.6g} ({rr.max_lsb_diff:g} LSB; allowed 1 LSB)")
+        untrained = any(f.subject == "weights" for f in rr.findings)
+        say(f"{verdict}: max difference {rr.max_abs_diff:.6g} ({rr.max_lsb_diff:g} LSB; allowed 1 LSB)"
+            + ("; the weights are UNTRAINED: the outputs mean nothing" if untrained else ""))
     else:
         say("FAIL: no reference to compare with")
 

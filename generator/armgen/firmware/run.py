@@ -61,6 +61,10 @@ from armgen.model.reference import (
     reference_program,
 )
 
+#: What a run of a sample compiled without trained weights says (the check passes, the labels mean nothing).
+UNTRAINED_NOTE = ("the model's weights are UNTRAINED (fixed-seed): the outputs match the reference but mean "
+                  "nothing; regenerate with trained weights (`armgen weights fetch`, ARMGEN_MLPERF_DIR or --weights)")
+
 
 def _one_run(
     elf: Path,
@@ -262,6 +266,8 @@ def run_firmware(
     """
     repeat = max(1, int(repeat))
     findings: list[Finding] = []
+    if report.untrained_weights:
+        findings.append(Finding("warning", "weights", UNTRAINED_NOTE))
     data, source, ref_outputs, ref_source = _run_input(report, report_dir, inputs, input_source, findings)
     runs = _QemuRuns(elf, emulator, report, timeout, log_dir)
     log, outs, ticks_per_run, source = _repeated_runs(runs, data, repeat, inputs is not None, source, findings)

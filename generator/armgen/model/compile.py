@@ -105,6 +105,8 @@ class CompileResult:
         files: every file written, by role (``pte``, ``report``, ``quantized_program``,
             ``lowered_program`` (Cortex-M), ``reference``, ``vela_summary`` (Ethos-U)).
         notes: informational lines for the user (weights used, calibration source).
+        weights: the trained weights file a built-in sample was loaded with (None: not a sample, or
+            untrained, see ``report.untrained_weights``).
     """
 
     report: ProgramReport
@@ -112,6 +114,7 @@ class CompileResult:
     report_path: Path
     files: dict[str, Path]
     notes: tuple[str, ...] = ()
+    weights: Path | None = None
 
 
 def parse_target(target: str) -> str:
@@ -330,6 +333,8 @@ def compile_model(
 
     report, files = _program_report(pte_bytes, name, backend, target, cpu, in_q, out_q, vela_infos, warns,
                                     lowered is not None, layers)
+    if src.untrained:
+        report = dataclasses.replace(report, untrained_weights=True)
     arrays = _reference_arrays(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
 
     written = _write_outputs(Path(out_dir), name, pte_bytes, qep, lowered, arrays, report, files, vela_text, target)
@@ -339,6 +344,7 @@ def compile_model(
         report_path=written["report"],
         files=written,
         notes=tuple(notes),
+        weights=src.weights,
     )
 
 

@@ -3,9 +3,9 @@
 Accepted ``MODEL`` arguments of ``armgen compile``:
 
 ``kws`` | ``vww`` | ``ic`` | ``ad``
-    A built-in sample (see ``samples/``). Trained weights are loaded from the MLPerf Tiny
-    reference ``.tflite`` in ``$ARMGEN_MLPERF_DIR`` (or ``--weights``) when the file is there, else
-    fixed-seed weights are used with a warning.
+    A built-in sample (see ``samples/``). Trained weights are the MLPerf Tiny reference ``.tflite``
+    (``--weights``, ``$ARMGEN_MLPERF_DIR``, the cache, or downloaded once: :mod:`armgen.model.pretrained`);
+    without any, fixed-seed weights are used with a warning.
 ``path/to/file.py``
     A Python file defining module-level ``model`` (an ``nn.Module``) and ``example_inputs`` (a
     tuple of tensors).
@@ -35,9 +35,6 @@ from torch import nn
 from armgen.errors import ModelError
 from armgen.paths import SAMPLES_DIR
 
-#: Default folder of the trained MLPerf Tiny reference models: ``shared/models/mlperf_tiny``
-#: beside the armgen checkout (where this project's data files live; CI lays a copy there too).
-
 _SAMPLES_PACKAGE = "armgen_samples"
 
 
@@ -61,6 +58,7 @@ class ModelSource:
             sample's deterministic input.
         class_labels: output class names when known.
         weights: path of the trained weights loaded, if any.
+        untrained: a built-in sample running on fixed-seed weights (no trained file was found).
         path: the file the model came from (``None`` for samples).
         notes: informational lines for the user (e.g. which weights were used).
         warnings: things that make outputs less meaningful (untrained weights, calibration).
@@ -73,6 +71,7 @@ class ModelSource:
     representative: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
     class_labels: tuple[str, ...] = ()
     weights: Path | None = None
+    untrained: bool = False
     path: Path | None = None
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -113,12 +112,13 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
 
     Args:
         name: ``kws``, ``vww``, ``ic`` or ``ad``.
-        weights: a float ``.tflite`` with trained weights; ``None`` picks the sample's reference
-            file in :func:`mlperf_dir` when ``use_default_weights`` and the file exists.
+        weights: a float ``.tflite`` with trained weights; ``None`` finds the sample's MLPerf Tiny
+            reference file (``$ARMGEN_MLPERF_DIR``, the cache, a download: :mod:`armgen.model.pretrained`)
+            when ``use_default_weights``.
         use_default_weights: look for the reference file when ``weights`` is ``None``.
 
     Raises:
-        ModelError: unknown sample, missing/mismatched weights file.
+        ModelError: unknown sample, missing/mismatched weights file, a download refused by its checksum.
     """
     from armgen.model.tflite_weights import load_tflite_weights
 
@@ -131,24 +131,19 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
         example_inputs=None,
         class_labels=tuple(mod.CLASS_LABELS),
     )
-    folder = mlperf_dir()
-    if weights is None and use_default_weights and folder is not None:
-        default = folder / mod.WEIGHTS_FILE
-        if default.is_file():
-            weights = default
-            src.notes.append(f"using trained weights {default} (MLPerf Tiny reference)")
-    if weights is not None:
-        wpath = Path(weights)
-        if not wpath.is_file():
-            raise ModelError(f"{wpath}: weights file not found")
+    if weights is not None or use_default_weights:
+        from armgen.model.pretrained import find_weights
+
+        wpath, note = find_weights(name, weights)
+    else:
+        wpath, note = None, f"no trained weights for '{name}' (not looked for)"
+    if wpath is not None:
         load_tflite_weights(model, wpath)
         src.weights = wpath
+        src.notes.append(note)
     else:
-        where = f"expected {folder / mod.WEIGHTS_FILE}" if folder else "ARMGEN_MLPERF_DIR is not set"
-        src.warnings.append(
-            f"no trained weights for '{name}' ({where}; or pass --weights FILE.tflite); "
-            "fixed-seed weights are used, outputs are meaningless"
-        )
+        src.untrained = True
+        src.warnings.append(f"{note}; fixed-seed weights are used: the weights are UNTRAINED, outputs are meaningless")
     src.representative = list(mod.representative_inputs())
     src.example_inputs = src.representative[0]
     return src

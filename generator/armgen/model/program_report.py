@@ -189,6 +189,8 @@ class ProgramReport:
             edge program the reference outputs come from, see armgen.model.lowered_program).
         warnings: human-readable warnings raised while compiling.
         placement: where each call runs (library, dtype, MACs, layer), in execution order.
+        untrained_weights: a built-in sample compiled with fixed-seed weights (no trained file found):
+            its outputs are meaningless.
         method_allocator: the method/temp pool need replayed from the program (None in reports
             written before it was recorded; :func:`armgen.model.method_allocator.with_method_allocator`
             adds it).
@@ -215,6 +217,7 @@ class ProgramReport:
     warnings: tuple[str, ...] = ()
     method_allocator: MethodAllocatorPlan | None = None
     placement: tuple[OpPlacement, ...] = ()
+    untrained_weights: bool = False
     schema_version: int = SCHEMA_VERSION
 
     # ---- serialization -------------------------------------------------------------------
@@ -272,6 +275,7 @@ class ProgramReport:
             warnings=tuple(data.get("warnings", ())),
             method_allocator=MethodAllocatorPlan(**data["method_allocator"]) if data.get("method_allocator") else None,
             placement=tuple(OpPlacement(**r) for r in data.get("placement", ())),
+            untrained_weights=bool(data.get("untrained_weights", False)),
             schema_version=data["schema_version"],
         )
 
