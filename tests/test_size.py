@@ -1182,9 +1182,10 @@ def test_schema_rejects_renamed_missing_and_mistyped_fields(fw: tuple[Path, Path
     e = broken(lambda d: d["report"]["sections"][0]["placements"][0].update(memory="rom"))
     assert "report.sections[0](.text).placements[0].memory: value 'rom' is not one of: 'flash', 'ram'" in e.message
     assert "within_budget: is string, not boolean" in broken(lambda d: d.update(within_budget="yes")).message
-    assert "unknown field 'symbols'" in broken(lambda d: d["report"].update(symbols=[])).message
-    e = broken(lambda d: d["report"].update(schema_version=2))
-    assert "report.schema_version: value 2 is not 1" in e.message and e.hint and "schema_version 2" in e.hint
+    assert "unknown field 'sizes'" in broken(lambda d: d["report"].update(sizes=[])).message
+    assert "report.symbols: is array, not object" in broken(lambda d: d["report"].update(symbols=[])).message
+    e = broken(lambda d: d["report"].update(schema_version=3))
+    assert "report.schema_version: value 3 is not 2" in e.message and e.hint and "schema_version 3" in e.hint
 
 
 #: Built projects to size when named (`armgen new ... && armgen build ...`; bare metal and Zephyr).

@@ -56,13 +56,13 @@ from armgen.boards.model import (
     ZephyrTarget,
 )
 from armgen.boards.schema import SCHEMA_FILE, SCHEMA_VERSION, SCHEMA_VERSIONS
-from armgen.boards.sizes import SPEED_ORDER, parse_size, speed_rank
+from armgen.boards.sizes import SPEED_ORDER, parse_size, parse_size_or_percent, speed_rank
 from armgen.paths import BOARDS_DIR
 
 __all__ = [
     "ALIASES_FILE", "BOARDS_DIR", "NON_VOLATILE_KINDS", "SCHEMA_FILE", "SCHEMA_VERSION", "SCHEMA_VERSIONS",
     "SPEED_ORDER", "Baremetal", "Board", "Budgets", "Cpu", "DtRegion", "DtsFacts", "Emulator", "MemoryRegion",
     "Npu", "RegionKind", "RegionUse", "UartSetup", "ZephyrTarget", "board_aliases", "board_from_data",
-    "board_to_dict", "default_budgets", "list_boards", "load_board", "parse_size", "speed_rank",
-    "vela_system_configs",
+    "board_to_dict", "default_budgets", "list_boards", "load_board", "parse_size", "parse_size_or_percent",
+    "speed_rank", "vela_system_configs",
 ]

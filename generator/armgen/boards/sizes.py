@@ -52,6 +52,30 @@ def parse_size(value: int | str) -> int:
     return int(n)
 
 
+_PERCENT_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def parse_size_or_percent(value: int | str) -> tuple[int | None, Fraction | None]:
+    """``(bytes, None)`` for a size of :func:`parse_size`, ``(None, percent)`` for ``"5 %"`` / ``"2.5%"``:
+    the size grammar with percent, for limits relative to a baseline (``[budgets.growth]``).
+
+    Raises:
+        ValueError: as :func:`parse_size`; the message lists ``%`` among the units.
+    """
+    if isinstance(value, str):
+        m = _PERCENT_RE.match(value)
+        if m:
+            return None, Fraction(m.group(1))
+        if value.strip().startswith("-"):
+            raise ValueError(f"negative ({value!r})")
+    try:
+        return parse_size(value), None
+    except ValueError as exc:
+        if "not a size" in str(exc):
+            raise ValueError(f"not a size: {value!r} (use bytes, B, KiB, MiB, GiB, KB, MB or %)") from None
+        raise
+
+
 def size_field(value: Any, source: str, where: str) -> int:
     """:func:`parse_size` of a board-file field ``where`` of file ``source``.
 

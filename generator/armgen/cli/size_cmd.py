@@ -21,11 +21,15 @@ from armgen.firmware.size import (
     SizeComparison,
     Violation,
     check_budgets,
-    compare_reports,
     find_map,
     resolve_budgets,
     size_elf,
 )
+from armgen.firmware.size.budgets import check_growth
+from armgen.firmware.size.compare import DEFAULT_TOP_SYMBOLS, check_same_target, compare_dicts
+from armgen.firmware.size.growth import growth_dict
+from armgen.firmware.size.project_facts import project_facts
+from armgen.firmware.size.saved import BASELINE_FILE, is_elf, load_saved_report
 from armgen.project.record import ProjectRecord, read_record
 
 
@@ -180,6 +184,7 @@ def _violation_dict(v: Violation) -> dict[str, Any]:
 
 def _budgets_dict(b: SizeBudgets) -> dict[str, Any]:
     return {
+        "growth": growth_dict(b.growth),
         "flash": b.flash,
         "ram": b.ram,
         "regions": dict(b.regions),
@@ -215,85 +220,177 @@ def _write_svg(elf: Path, report: Any) -> str | None:
         return None
 
 
-@main.command("size")
-@click.argument("target", required=False, default=".", type=click.Path(path_type=Path))
-@click.option("--budget", "budget_file", type=click.Path(path_type=Path),
-              help="TOML file with a [budgets] table; wins over armgen.toml and the board.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (sorted keys) on stdout.")
-@click.option("--compare", "old_elf", type=click.Path(path_type=Path),
-              help="Older ELF: print per-component/section deltas.")
-@click.option("--compare-map", "old_map", type=click.Path(path_type=Path),
-              help="GNU ld map of the older ELF (default: <elf>.map next to it). Without one on either side, "
-              "components are not compared (a note says so).")
-@click.option("--board", "board_spec", help="Board name or board YAML path (default: armgen.toml's board).")
-@click.option("--map", "map_file", type=click.Path(path_type=Path),
-              help="GNU ld map file of the link (default: armgen.toml's map, else <elf>.map next to the ELF).")
-def size_command(
-    target: Path,
-    budget_file: Path | None,
-    as_json: bool,
-    old_elf: Path | None,
-    old_map: Path | None,
-    board_spec: str | None,
-    map_file: Path | None,
-) -> None:
-    """Size an ELF (or the ELF a project's armgen.toml names) per memory region and component.
-
-    Exit 0 within budget, 1 over budget (each overrun named, with bytes), 2 on error.
-    Writes <elf stem>.size.svg (region fill by component) next to the ELF.
-    """
+def _size_target(target: Path, board_spec: str | None, map_file: Path | None
+                 ) -> tuple[ElfSizeReport, Path | None, ProjectRecord | None, Any]:
+    """(report, armgen.toml or None, project, board) of an ELF or a project directory."""
     elf, toml_path, project = _resolve_target(target)
     board_spec = board_spec if board_spec is not None else (project.board_spec if project is not None else None)
     board = _load_board(board_spec) if board_spec else None
     if map_file is None and project is not None:
         map_file = _record_map(project, elf)
+    if map_file is not None and not map_file.is_file():
+        raise SizeError(f"map file {map_file}: no such file")
     record_pools = [p.as_dict() for p in project.pools] if project is not None and project.pools else None
-    report = size_elf(elf, board, map_file if map_file is not None else find_map(elf), pools=record_pools)
+    facts = project_facts(project) if project is not None else None
+    report = size_elf(elf, board, map_file if map_file is not None else find_map(elf), pools=record_pools,
+                      project=facts)
+    return report, toml_path, project, board
+
+
+def _load_base(base: Path, board_spec: str | None, old_map: Path | None) -> dict[str, Any]:
+    """The report dict of BASE: a saved report (JSON), an ELF, or a project directory."""
+    if not base.exists():
+        raise SizeError(f"{base}: no such file or directory", hint="--compare takes an ELF, a project "
+                        "directory or a saved report (armgen size --json)")
+    if base.is_file() and not is_elf(base):
+        if old_map is not None:
+            raise click.UsageError("--compare-map goes with an ELF base, not a saved report")
+        return load_saved_report(base)
+    report, _, _, _ = _size_target(base, board_spec, old_map)
+    return report.to_dict()
+
+
+def _render(doc: dict[str, Any], fmt: str, report: ElfSizeReport, comparison: SizeComparison | None) -> str | None:
+    """The document in ``fmt`` (None for text, which prints tables itself)."""
+    if fmt == "json":
+        return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    if fmt == "markdown":
+        from armgen.firmware.size.markdown import render_markdown
+
+        return render_markdown(doc)
+    if fmt == "html":
+        from armgen.firmware.size.html_report import render_html
+
+        return render_html(doc)
+    return None
+
+
+def _print_text(doc: dict[str, Any], report: ElfSizeReport, comparison: SizeComparison | None,
+                svg_written: str | None) -> None:
+    for note in report.notes:
+        err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
+    _print(_region_table(report))
+    _print(_section_table(report))
+    _print(_component_table(report))
+    if report.pools or report.stacks:
+        _print(_ram_table(report))
+    if comparison is not None:
+        out_console.print(
+            f"compared with {comparison.old_elf}: flash {comparison.flash.delta:+,} B, "
+            f"RAM {comparison.ram.delta:+,} B",
+            markup=False,
+        )
+        for note in comparison.notes:
+            err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
+        for t in _compare_tables(comparison):
+            _print(t)
+    growth = doc.get("growth") or {}
+    if growth.get("skipped"):
+        err_console.print(f"note: growth check skipped: {growth['skipped']}", highlight=False, markup=False)
+    if svg_written:
+        err_console.print(f"wrote {svg_written}", highlight=False, markup=False)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it (no half-written file on failure)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SizeError(f"cannot write {path}: {exc.strerror}") from None
+
+
+@main.command("size")
+@click.argument("target", required=False, default=".", type=click.Path(path_type=Path))
+@click.option("--budget", "budget_file", type=click.Path(path_type=Path),
+              help="TOML file with a [budgets] table (and [budgets.growth]); wins over armgen.toml and the board.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default=None,
+              help="Report format on stdout (or --output): text tables (default), JSON (sorted keys; "
+              "size_report.schema.json), Markdown (a PR comment or job summary), HTML (one self-contained page).")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--output", "-o", "output", type=click.Path(path_type=Path),
+              help="Write the report (--format) to this file instead of stdout.")
+@click.option("--compare", "base", type=click.Path(path_type=Path),
+              help="Base to compare with: an ELF, a project directory or a saved report (armgen size --json). "
+              "Default: the project's size baseline, when it has one.")
+@click.option("--compare-map", "old_map", type=click.Path(path_type=Path),
+              help="GNU ld map of the base ELF (default: <elf>.map next to it). Without one on either side, "
+              "components are not compared (a note says so).")
+@click.option("--top", "top", type=click.IntRange(min=0), default=DEFAULT_TOP_SYMBOLS, show_default=True,
+              help="Symbols listed in the comparison (largest change first).")
+@click.option("--allow-different-board", is_flag=True,
+              help="Compare images of different boards, RTOSes or Zephyr releases.")
+@click.option("--baseline", "baseline", type=click.Path(path_type=Path),
+              help=f"Saved report the growth budgets are checked against (default: the project's {BASELINE_FILE}).")
+@click.option("--write-baseline", "write_baseline", is_flag=False, flag_value="", default=None,
+              metavar="[FILE]", help=f"Record this report as the baseline (default: {BASELINE_FILE} in the project).")
+@click.option("--board", "board_spec", help="Board name or board YAML path (default: armgen.toml's board).")
+@click.option("--map", "map_file", type=click.Path(path_type=Path),
+              help="GNU ld map file of the link (default: armgen.toml's map, else <elf>.map next to the ELF).")
+def size_command(target: Path, budget_file: Path | None, fmt: str | None, as_json: bool, output: Path | None,
+                 base: Path | None, old_map: Path | None, top: int, allow_different_board: bool,
+                 baseline: Path | None, write_baseline: str | None, board_spec: str | None,
+                 map_file: Path | None) -> None:
+    """Size an ELF (or the ELF a project's armgen.toml names) per memory region and component.
+
+    Exit 0 within budget, 1 over budget or grown over the baseline by more than [budgets.growth]
+    allows (each named, with bytes and causes), 2 on error. Writes <elf stem>.size.svg next to the ELF.
+    """
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError("--json is --format json; give one of them")
+    fmt = "json" if as_json else (fmt or "text")
+    if old_map is not None and base is None:
+        raise click.UsageError("--compare-map needs --compare BASE")
+    report, toml_path, project, board = _size_target(target, board_spec, map_file)
     project_budgets = project.budgets if project is not None else None
     budgets = resolve_budgets(board, project_budgets, str(toml_path) if toml_path else "armgen.toml", budget_file)
+    new = report.to_dict()
+    root = toml_path.parent if toml_path is not None else None
+    baseline_path = baseline if baseline is not None else (root / BASELINE_FILE if root is not None else None)
+    if baseline is not None and not baseline.is_file():
+        raise SizeError(f"baseline {baseline}: no such file", hint="write one: armgen size --write-baseline")
+    base_doc = _load_base(base, board_spec, old_map) if base is not None else None
+    baseline_doc = load_saved_report(baseline_path) if baseline_path is not None and baseline_path.is_file() else None
+    for other in (base_doc, baseline_doc):
+        if other is not None and not allow_different_board:
+            check_same_target(other, new)
     violations = check_budgets(report, budgets)
-    comparison = None
-    if old_elf is not None:
-        old_report = size_elf(old_elf, board, old_map if old_map is not None else find_map(old_elf))
-        comparison = compare_reports(old_report, report)
-    elif old_map is not None:
-        raise click.UsageError("--compare-map needs --compare OLD.elf")
-
-    svg_written = _write_svg(elf, report)
-
-    if as_json:
-        doc: dict[str, Any] = {
-            "report": report.to_dict(),
-            "budgets": _budgets_dict(budgets),
-            "violations": [_violation_dict(v) for v in violations],
-            "within_budget": not violations,
-            "svg": svg_written,
-        }
-        if comparison is not None:
-            doc["compare"] = comparison.to_dict()
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    growth: dict[str, Any] = {"baseline": str(baseline_path) if baseline_doc is not None else None, "skipped": None}
+    if baseline_doc is not None:
+        violations += check_growth(baseline_doc, new, budgets)
+    elif budgets.growth:
+        growth["skipped"] = (f"no baseline ({baseline_path or 'no project'}); "
+                             "write one with armgen size --write-baseline")
+    compare_with = base_doc if base_doc is not None else baseline_doc
+    comparison = compare_dicts(compare_with, new, top) if compare_with is not None else None
+    svg_written = _write_svg(Path(report.elf), report)
+    doc: dict[str, Any] = {
+        "report": new,
+        "budgets": _budgets_dict(budgets),
+        "violations": [_violation_dict(v) for v in violations],
+        "within_budget": not violations,
+        "svg": svg_written,
+        "growth": growth,
+    }
+    if comparison is not None:
+        doc["compare"] = comparison.to_dict()
+    if write_baseline is not None:
+        dest = Path(write_baseline) if write_baseline else baseline_path
+        if dest is None:
+            raise SizeError("--write-baseline needs a FILE outside a project")
+        _write_atomic(dest, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        err_console.print(f"wrote baseline {dest}", highlight=False, markup=False)
+    text = _render(doc, fmt, report, comparison)
+    if text is None:
+        _print_text(doc, report, comparison, svg_written)
+    elif output is not None:
+        _write_atomic(output, text)
     else:
-        for note in report.notes:
-            err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
-        _print(_region_table(report))
-        _print(_section_table(report))
-        _print(_component_table(report))
-        if report.pools or report.stacks:
-            _print(_ram_table(report))
-        if comparison is not None:
-            out_console.print(
-                f"compared with {comparison.old_elf}: flash {comparison.flash.delta:+,} B, "
-                f"RAM {comparison.ram.delta:+,} B",
-                markup=False,
-            )
-            for note in comparison.notes:
-                err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
-            for t in _compare_tables(comparison):
-                _print(t)
-        if svg_written:
-            err_console.print(f"wrote {svg_written}", highlight=False, markup=False)
+        click.echo(text, nl=False)
     for v in violations:
-        err_console.print(f"armgen: over budget: {v.message}" if v.kind != "placement"
-                          else f"armgen: misplaced: {v.message}", highlight=False, soft_wrap=True, markup=False)
+        label = {"placement": "misplaced", "growth": "grew over the baseline"}.get(v.kind, "over budget")
+        err_console.print(f"armgen: {label}: {v.message}", highlight=False, soft_wrap=True, markup=False)
     if violations:
         raise click.exceptions.Exit(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,8 +21,8 @@ from armgen.firmware.size.attribution import (
 )
 from armgen.firmware.size.elf import _Elf, _open_elf
 from armgen.firmware.size.linker_map import LinkerMap, parse_map
-from armgen.firmware.size.records import Attribution, ElfSizeReport, Misplacement, PoolSize
-from armgen.firmware.size.rules import COMPONENT_RULES, ComponentRule
+from armgen.firmware.size.records import Attribution, ElfSizeReport, Misplacement, PoolSize, SectionSize
+from armgen.firmware.size.rules import COMPONENT_RULES, UNATTRIBUTED, ComponentRule, classify
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from armgen.boards import Board, MemoryRegion
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 def size_elf(
     elf_path: str | Path, board: Board | None = None, map_path: str | Path | None = None,
     rules: tuple[ComponentRule, ...] = COMPONENT_RULES, *, pools: Iterable[Mapping[str, Any]] | None = None,
+    project: dict[str, Any] | None = None,
 ) -> ElfSizeReport:
     """Size an Arm ELF: per section, per board region and per component.
 
@@ -42,6 +44,8 @@ def size_elf(
             section). With a board, a pool (``armgen_pool_<name>``) outside its ``region``, or in a
             region whose uses lack ``pools``, is misplaced; a pool missing from the ELF, or of other
             bytes or input section than recorded, is a note. None: not checked.
+        project: what armgen generated for the image (:func:`armgen.firmware.size.project_facts`),
+            carried in the report for comparisons; None outside a project.
 
     Zephyr images: the writable sections of Zephyr's ROM group (:data:`ZEPHYR_ROM_SECTIONS`) count as
     read-only data; the kernel stacks and heaps (:data:`ZEPHYR_STACKS`, :data:`ZEPHYR_HEAPS`) are
@@ -103,7 +107,46 @@ def size_elf(
         misplaced=tuple(misplaced),
         notes=tuple(notes),
         stacks=stacks,
+        symbols=_symbol_sizes(elf, sections, where, lmap, rules),
+        project=project,
     )
+
+
+def _symbol_sizes(
+    elf: _Elf, sections: list[SectionSize], where: _Where, lmap: LinkerMap | None, rules: tuple[ComponentRule, ...]
+) -> tuple[tuple[str, int, str, str | None], ...]:
+    """``(name, bytes, component, region)`` of the sized functions and objects in allocated sections, by
+    name: aliases (same address and size) count once, symbols sharing a name (statics of several files)
+    add up and take the component and region of the largest. The component is that of the map's input
+    section holding the symbol, else of a section holding one component, else ``unattributed``."""
+    spans = {s.name: s for s in sections}
+    raw = list(elf.sections)
+    alloc = {s.name for s in raw}
+    inputs = sorted(((i.address, i.address + i.size, n, i) for n, i in enumerate(lmap.inputs)
+                     if i.size > 0 and i.output_section in alloc), key=lambda t: (t[0], t[2])) if lmap else []
+    starts = [a for a, _, _, _ in inputs]
+    seen: set[tuple[str, int, int]] = set()
+    out: dict[str, list[Any]] = {}
+    for sym in elf.symbols:
+        if sym.size <= 0 or (sym.name, sym.address, sym.size) in seen:
+            continue
+        sec = next((x for x in raw if x.vma <= sym.address < x.vma + x.size), None)
+        if sec is None:
+            continue
+        seen.add((sym.name, sym.address, sym.size))
+        comp = UNATTRIBUTED
+        k = bisect.bisect_right(starts, sym.address) - 1
+        if k >= 0 and inputs[k][0] <= sym.address < inputs[k][1]:
+            inp = inputs[k][3]
+            comp = classify(output_section=inp.output_section, input_section=inp.input_section, archive=inp.archive,
+                            obj=None if inp.archive else inp.obj, rules=rules)
+        elif len(spans[sec.name].components) == 1:
+            comp = spans[sec.name].components[0][0]
+        row = out.setdefault(sym.name, [0, comp, where.region_of(sym.address, sym.size), 0])
+        row[0] += sym.size
+        if sym.size > row[3]:
+            row[1:4] = [comp, where.region_of(sym.address, sym.size), sym.size]
+    return tuple((name, n, comp, region) for name, (n, comp, region, _) in sorted(out.items()))
 
 
 def _load_map(elf: _Elf, map_path: Path | None, notes: list[str]) -> tuple[LinkerMap | None, Attribution]:

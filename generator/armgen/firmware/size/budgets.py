@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from armgen.boards import parse_size as parse_board_size
 from armgen.errors import SizeError
+from armgen.firmware.size.growth import GrowthLimit, growth_figures, parse_growth_table
 from armgen.firmware.size.records import ElfSizeReport
 from armgen.firmware.size.rules import COMPONENT_LABELS
 
@@ -50,6 +51,9 @@ class SizeBudgets:
         regions: ``{region name: bytes}`` for a region's ``used``.
         components: ``{component key: ComponentBudget}``.
         sources: ``{key: file or "board <name>"}`` saying where each limit came from.
+        growth: ``[budgets.growth]``, ``{flash | ram | regions.<name> | components.<name>: GrowthLimit}``:
+            how much each figure may grow over the baseline (:func:`check_growth`); sources keys
+            ``growth.<key>``.
     """
 
     flash: int | None = None
@@ -57,6 +61,7 @@ class SizeBudgets:
     regions: Mapping[str, int] = field(default_factory=dict)
     components: Mapping[str, ComponentBudget] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
+    growth: Mapping[str, GrowthLimit] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,7 @@ class Violation:
         message: one line for users.
     """
 
-    kind: Literal["flash", "ram", "region", "component", "placement"]
+    kind: Literal["flash", "ram", "region", "component", "placement", "growth"]
     name: str
     used: int
     limit: int
@@ -78,7 +83,7 @@ class Violation:
     message: str
 
 
-_BUDGET_KEYS = ("flash", "ram", "regions", "components")
+_BUDGET_KEYS = ("flash", "ram", "regions", "components", "growth")
 
 
 def budgets_from_board(board: Board) -> SizeBudgets:
@@ -158,7 +163,12 @@ def parse_budget_table(
             cb = ComponentBudget(total=parse_size(value, key, source))
         components[name] = cb
         sources[f"components.{name}"] = source
-    return SizeBudgets(flash, ram, regions, components, sources)
+    growth = dict(base.growth)
+    if "growth" in table:
+        mine = parse_growth_table(table["growth"], source, board)
+        growth |= mine
+        sources |= {f"growth.{k}": source for k in mine}
+    return SizeBudgets(flash, ram, regions, components, sources, growth)
 
 
 def load_budget_file(path: str | Path, board: Board | None = None, base: SizeBudgets | None = None) -> SizeBudgets:
@@ -240,4 +250,30 @@ def check_budgets(report: ElfSizeReport, budgets: SizeBudgets) -> list[Violation
         over("component", name, f"component {name}", c.flash + c.ram, cb.total, key)
         over("component", name, f"component {name} (flash)", c.flash, cb.flash, key)
         over("component", name, f"component {name} (RAM)", c.ram, cb.ram, key)
+    return out
+
+
+def check_growth(base: Mapping[str, Any], report: Mapping[str, Any], budgets: SizeBudgets) -> list[Violation]:
+    """Growth of ``report`` over the baseline report ``base`` (both report dicts) against
+    ``budgets.growth``, one :class:`Violation` (kind ``growth``) per limit exceeded, in key order.
+
+    ``used`` is the growth in bytes, ``limit`` the growth allowed (a percent limit of the baseline's
+    figure, rounded down). A figure the baseline lacks (a new component) grew from 0.
+    """
+    old, new = growth_figures(base), growth_figures(report)
+    out: list[Violation] = []
+    for key in sorted(budgets.growth):
+        if key not in new and key not in old:
+            continue
+        limit = budgets.growth[key]
+        grew = new.get(key, 0) - old.get(key, 0)
+        allowed = limit.allowed(old.get(key, 0))
+        if grew > allowed:
+            src = budgets.sources.get(f"growth.{key}", "budget")
+            label = key.replace("regions.", "region ").replace("components.", "component ")
+            out.append(Violation(
+                "growth", key, grew, allowed, grew - allowed,
+                f"{label} grew by {grew:,} B over the baseline ({old.get(key, 0):,} -> {new.get(key, 0):,} B), "
+                f"more than the {limit.text()} ({allowed:,} B) allowed by {src} budgets.growth.{key}",
+            ))
     return out

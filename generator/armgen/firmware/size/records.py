@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 #: Version of the JSON layout written by :meth:`ElfSizeReport.to_dict`; ``size_report.schema.json`` describes
 #: it (``report.schema_version``'s ``const``): change both together.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Memory = Literal["flash", "ram"]
 Role = Literal["code", "rodata", "model", "data", "pools", "stack", "fill"]
@@ -173,6 +173,12 @@ class ElfSizeReport:
         notes: sentences about fallbacks (no board, no map, stale map).
         stacks: every stack and heap found (bare metal: the ``.stack``/``.heap`` sections; Zephyr: the
             kernel stacks and heaps of :data:`ZEPHYR_STACKS` / :data:`ZEPHYR_HEAPS`), by address.
+        symbols: ``(name, bytes, component, region)`` of every sized function and data object in an
+            allocated section, by name (symbols of one name, e.g. statics of several files, add up;
+            aliases count once).
+        project: what armgen generated for this image (:func:`armgen.firmware.size.project_facts`):
+            operators, kernel count, model bytes, pools, stack, board, RTOS, release, Kconfig; None
+            for an ELF outside a project.
     """
 
     elf: str
@@ -191,6 +197,8 @@ class ElfSizeReport:
     misplaced: tuple[Misplacement, ...]
     notes: tuple[str, ...] = ()
     stacks: tuple[StackSize, ...] = ()
+    symbols: tuple[tuple[str, int, str, str | None], ...] = ()
+    project: dict[str, Any] | None = None
 
     def component(self, name: str) -> ComponentSize:
         """The component called ``name`` (zero-sized when absent)."""
@@ -272,4 +280,6 @@ class ElfSizeReport:
             "stacks": [asdict(x) for x in self.stacks],
             "misplaced": [asdict(m) for m in self.misplaced],
             "notes": list(self.notes),
+            "symbols": {n: {"size": b, "component": c, "region": r} for n, b, c, r in self.symbols},
+            "project": self.project,
         }

@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 UNATTRIBUTED = "unattributed"
+#: Components an operator's kernel and its helpers live in: the report lists their input files
+#: (:attr:`ElfSizeReport.objects`) and a comparison finds an operator's kernel bytes there.
+KERNEL_COMPONENTS = ("portable_kernels", "quantized_kernels", "cortex_m_kernels", "cmsis_nn")
 
 
 @dataclass(frozen=True)

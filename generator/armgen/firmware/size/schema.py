@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from armgen.errors import SizeError
+from armgen.firmware.size.records import SCHEMA_VERSION
 
 #: File name of the schema inside the ``armgen.firmware.size`` package.
 SCHEMA_FILE = "size_report.schema.json"
@@ -66,8 +67,8 @@ def validate_report(doc: Mapping[str, Any], source: str = "size report") -> None
     report = doc.get("report") if isinstance(doc, Mapping) else None
     schema_version = report.get("schema_version") if isinstance(report, Mapping) else None
     hint = None
-    if isinstance(schema_version, int) and schema_version != 1:
-        hint = f"the report has schema_version {schema_version}; this armgen reads 1"
+    if isinstance(schema_version, int) and schema_version != SCHEMA_VERSION:
+        hint = f"the report has schema_version {schema_version}; this armgen reads {SCHEMA_VERSION}"
     raise SizeError(f"{source} does not match the size report schema: {where or '(top level)'}: "
                     f"{_describe(error)}", hint=hint)
 
