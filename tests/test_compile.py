@@ -112,7 +112,7 @@ def test_report_equals_program(compiled, sample, target):
 
     assert report.target == target
     assert report.executorch_version == "1.5.1"
-    assert set(report.files) == {"quantized_program", "reference"} | (
+    assert set(report.files) == {"quantized_program", "reference", "float_program", "float_reference"} | (
         {"vela_summary"} if target.startswith("ethos") else {"lowered_program"}
     )
 
@@ -290,8 +290,30 @@ def test_compiling_twice_is_byte_identical(compiled, tmp_path):
     again = compile_model("kws", "cortex-m55", out_dir=tmp_path)
     assert again.pte_path.read_bytes() == first.pte_path.read_bytes()
     assert again.report_path.read_text() == first.report_path.read_text()
-    for role in ("reference", "quantized_program", "lowered_program"):
+    for role in ("reference", "quantized_program", "lowered_program", "float_program", "float_reference"):
         assert again.files[role].read_bytes() == first.files[role].read_bytes(), role
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sample", "target"), [("kws", "cortex-m55"), ("ad", "cortex-m55")])
+def test_report_says_how_far_int8_is_from_float(compiled, sample, target):
+    """The quality figures on the calibration inputs, and the float side saved for `armgen run`."""
+    from armgen.model.reference import float_model_outputs, float_reference, load_reference
+
+    result = compiled(sample, target)
+    report = result.report
+    (q,) = report.quality
+    assert report.calibration_samples == 8 and q["samples"] == 8
+    assert report.classifier == (sample == "kws") and (q["top1_agreement"] is None) == (sample == "ad")
+    assert 0 < q["max_abs_error"] and 10 < q["snr_db"] < 80  # int8: close to the float model, not equal
+    assert any(n.startswith("int8 against the float model") for n in result.notes)
+    # the float model's outputs for the reference input, and the float program that recomputes them
+    rdir = result.pte_path.parent
+    floats = float_reference(report, rdir)
+    ref = load_reference(report, rdir)
+    again = float_model_outputs(report, rdir, [np.load(rdir / report.files["float_reference"])["input_0"]])
+    assert np.allclose(again[0], floats[0], atol=1e-6)
+    assert floats[0].shape == ref.outputs[0].shape
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from armgen.boards import Emulator
 from armgen.errors import ModelError, RunError
@@ -355,6 +356,81 @@ def test_run_firmware_flags_constant_outputs(probe, tmp_path):
     assert rr.max_lsb_diff == 0
     assert not rr.passed
     assert any("identical for two different inputs" in f.message for f in rr.errors)
+
+
+def test_constant_outputs_of_a_constant_float_model_say_so(probe, tmp_path, float_programs):
+    report = _report(n=4, out_scale=0.5, out_zp=0, files={"reference": "r.npz"}, planned=(20464,))
+    np.savez(tmp_path / "r.npz", input_0=np.zeros((1, 4), np.float32),
+             output_0=np.array([[-1.5, 0.0, 8.5, 63.5]], np.float32))  # fmt: skip
+    report = _with_float_model(report, tmp_path, float_programs["constant"], calibration_samples=1)
+    rr = run_firmware(probe("mps3-an547", "ok"), report, EMULATORS["mps3-an547"], report_dir=tmp_path, timeout=30)
+    (err,) = [f for f in rr.errors if "identical for two different inputs" in f.message]
+    assert "float model's outputs are constant too" in err.message and "single input" in err.message
+
+
+class _Affine(torch.nn.Module):
+    """``x * gain + offset``: gain 0 is a float model whose output does not depend on its input."""
+
+    def __init__(self, gain: float, offset: float):
+        super().__init__()
+        self.gain, self.offset = gain, offset
+
+    def forward(self, x):
+        return x * self.gain + self.offset
+
+
+@pytest.fixture(scope="module")
+def float_programs(tmp_path_factory):
+    """Saved float programs (torch.export .pt2) of 1x4 models: {"shifted": x + 0.1, "constant": 0 * x + 5}."""
+    out = tmp_path_factory.mktemp("float_programs")
+    paths = {}
+    for name, (gain, offset) in {"shifted": (1.0, 0.1), "constant": (0.0, 5.0)}.items():
+        ep = torch.export.export(_Affine(gain, offset), (torch.zeros(1, 4),))
+        torch.export.save(ep, str(out / f"{name}.float.pt2"))
+        paths[name] = out / f"{name}.float.pt2"
+    return paths
+
+
+def _with_float_model(report: ProgramReport, rdir: Path, program: Path, **fields) -> ProgramReport:
+    shutil.copy(program, rdir / "identity.float.pt2")
+    x = np.array([[-1.0, 0.0, 2.5, 30.0]], dtype=np.float32)
+    np.savez(rdir / "identity.float_reference.npz", input_0=x,
+             output_0=x * (0.0 if "constant" in program.name else 1.0) + (5.0 if "constant" in program.name else 0.1))
+    files = {**report.files, "float_program": "identity.float.pt2", "float_reference": "identity.float_reference.npz"}
+    return dataclasses.replace(report, files=files, **fields)
+
+
+def test_run_reports_int8_against_float(probe, tmp_path, float_programs):
+    report, rdir = _identity_project(tmp_path)
+    report = _with_float_model(report, rdir, float_programs["shifted"], classifier=True)
+    elf, emu = probe("mps3-an547", "input"), EMULATORS["mps3-an547"]
+    rr = run_firmware(elf, report, emu, report_dir=rdir, timeout=30, repeat=1, check_alternate=False)
+    assert rr.passed
+    (q,) = rr.quality
+    assert q["max_abs_error"] == pytest.approx(0.1, abs=1e-5) and q["top1_agreement"] == 1.0 and q["samples"] == 1
+    assert any(f.subject == "int8 vs float" and "max abs error 0.1" in f.message for f in rr.findings)
+    # another input: the saved float program runs on it (no re-export)
+    x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+    rr = run_firmware(elf, report, emu, report_dir=rdir, inputs=[x], timeout=30, repeat=1, check_alternate=False)
+    assert rr.quality[0]["max_abs_error"] == pytest.approx(0.1, abs=1e-5)
+
+
+def test_degenerate_causes_name_what_the_host_sees(tmp_path, float_programs):
+    from armgen.firmware.run import degenerate_causes
+
+    report, rdir = _identity_project(tmp_path)
+    alt = [np.array([[7, -100, 50, 1]], np.int8)]
+    floats = (np.full((1, 4), 5.0, np.float32),)
+    const = _with_float_model(report, rdir, float_programs["constant"], calibration_samples=1)
+    causes = degenerate_causes(const, rdir, [np.array([[-128, 127, 127, -128]])], alt, floats)
+    assert len(causes) == 3
+    assert "float model's outputs are constant too" in causes[0]
+    assert "calibrated on a single input" in causes[1] and "--calibration" in causes[1]
+    assert "saturated at the int8 limits" in causes[2]
+    moving = _with_float_model(report, rdir, float_programs["shifted"], calibration_samples=8)
+    causes = degenerate_causes(moving, rdir, [np.array([[1, 2, 3, 4]])], alt, (np.zeros((1, 4), np.float32),))
+    assert len(causes) == 1 and "float model's outputs do change" in causes[0]
+    assert degenerate_causes(report, rdir, [np.array([[1, 2, 3, 4]])], alt, None) == []  # nothing to see
 
 
 def test_load_input_file_formats(tmp_path):

@@ -49,13 +49,17 @@ from armgen.firmware.qemu import SYSTICK_HZ, QemuRun, instructions_from_ticks, r
 from armgen.firmware.run_report import (
     LSB_TOLERANCE,
     Finding,
+    OutputCheck,
     RunReport,
     check_pools,
     compare_outputs,
 )
 from armgen.model.program_report import ProgramReport
+from armgen.model.quality import format_quality, output_quality
 from armgen.model.reference import (
     ARITHMETIC_WARNING,
+    float_model_outputs,
+    float_reference,
     load_reference,
     reference_outputs,
     reference_program,
@@ -176,8 +180,76 @@ def _repeated_runs(
     return first[0], first[1], ticks_per_run, source
 
 
+def _float_outputs(
+    report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray] | None
+) -> tuple[np.ndarray, ...] | None:
+    """The float model's outputs for the run's input: the saved float reference for the reference input
+    (``inputs`` None), else the saved float program run on ``inputs``; None when neither was saved.
+
+    Raises:
+        ModelError: a saved file cannot be read or run.
+    """
+    if inputs is None:
+        return float_reference(report, report_dir)
+    if not report.files.get("float_program"):
+        return None
+    return float_model_outputs(report, report_dir, inputs)
+
+
+def _quality_finding(
+    report: ProgramReport, checks: Sequence[OutputCheck], floats: tuple[np.ndarray, ...] | None
+) -> tuple[tuple[dict, ...], Finding]:
+    """The firmware's outputs against the float model (the compile stage's figures, for this input)."""
+    if floats is None:
+        return (), Finding("info", "int8 vs float", "no float model saved with this program: not measured")
+    cand = [np.asarray(c.dequantized, dtype=np.float64).reshape(1, *info.shape)
+            for c, info in zip(checks, report.outputs, strict=True)]
+    ref = [np.asarray(f, dtype=np.float64).reshape(1, *info.shape) for f, info in zip(floats, report.outputs,
+                                                                                         strict=True)]
+    figures = output_quality(ref, cand, classifier=report.classifier)
+    return tuple(q.to_json() for q in figures), Finding("info", "int8 vs float", format_quality(figures))
+
+
+def degenerate_causes(
+    report: ProgramReport, report_dir: Path, outs: Sequence[np.ndarray], alt_inputs: Sequence[np.ndarray],
+    floats: tuple[np.ndarray, ...] | None,
+) -> list[str]:
+    """What the host can see behind outputs that do not change with the input, one phrase each: the
+    float model is constant too (its outputs for the two inputs differ by under half an output LSB),
+    the int8 ranges were calibrated on a single input, the outputs sit at the int8 limits.
+
+    ``outs``: the firmware's outputs for the first input; ``alt_inputs``: the second input (program
+    dtype); ``floats``: the float model's outputs for the first input (None: not saved).
+    """
+    causes = []
+    if floats is not None and report.files.get("float_program"):
+        try:
+            alt_floats = float_model_outputs(report, report_dir, alt_inputs)
+        except ModelError:
+            alt_floats = None
+        if alt_floats is not None:
+            diffs = [float(np.max(np.abs(a.reshape(-1) - b.reshape(-1)))) if a.size else 0.0
+                     for a, b in zip(floats, alt_floats, strict=False)]
+            lsbs = [info.scale or 0.0 for info in report.outputs]
+            if all(d < lsb / 2 or d == 0.0 for d, lsb in zip(diffs, lsbs, strict=False)):
+                causes.append(f"the float model's outputs are constant too (they differ by at most {max(diffs):.3g} "
+                              "between the two inputs, under half an output LSB): the model itself does not "
+                              "depend on its input")
+            else:
+                causes.append(f"the float model's outputs do change (by up to {max(diffs):.3g}): the int8 program "
+                              "lost the difference")
+    if report.calibration_samples == 1:
+        causes.append("the int8 ranges were calibrated on a single input (pass --calibration with "
+                      "representative inputs)")
+    for q, info in zip(outs, report.outputs, strict=False):
+        if info.dtype == "int8" and q.size and np.all((q == -128) | (q == 127)):
+            causes.append(f"output {info.index} is saturated at the int8 limits (-128/127)")
+    return causes
+
+
 def _second_input_checked(
-    runs: _QemuRuns, report: ProgramReport, report_dir: Path, outs: list[np.ndarray], findings: list[Finding]
+    runs: _QemuRuns, report: ProgramReport, report_dir: Path, outs: list[np.ndarray], findings: list[Finding],
+    floats: tuple[np.ndarray, ...] | None = None,
 ) -> bool:
     """Run a second, seeded input: its outputs must differ from the first input's (else the model is
     degenerate or the firmware ignores input.bin) and, where a reference can be computed, match it.
@@ -195,8 +267,10 @@ def _second_input_checked(
                     "outputs were not checked against a second input")
         )  # fmt: skip
     elif all(np.array_equal(a, b) for a, b in zip(outs, alt_outs, strict=False)):
+        causes = degenerate_causes(report, report_dir, outs, alt, floats)
         findings.append(
             Finding("error", "outputs",
+                    "outputs are identical for two different inputs: " + "; ".join(causes) if causes else
                     "outputs are identical for two different inputs: degenerate model, or the "
                     "firmware does not read input.bin")
         )  # fmt: skip
@@ -273,9 +347,16 @@ def run_firmware(
     log, outs, ticks_per_run, source = _repeated_runs(runs, data, repeat, inputs is not None, source, findings)
     checks, out_findings = compare_outputs(outs, ref_outputs, report.outputs)
     findings.extend(out_findings)
+    try:
+        floats = _float_outputs(report, report_dir, inputs)
+    except ModelError as exc:
+        floats = None
+        findings.append(Finding("warning", "int8 vs float", f"not measured: {exc.message}"))
+    quality, quality_finding = _quality_finding(report, checks, floats)
+    findings.append(quality_finding)
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:
-        alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings)
+        alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings, floats)
     findings.extend(_log_findings(log, ticks_per_run, report))
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
     return RunReport(
@@ -300,6 +381,7 @@ def run_firmware(
         seconds=round(runs.seconds, 3),
         findings=tuple(findings),
         passed=not any(f.severity == "error" for f in findings) and ref_outputs is not None,
+        quality=quality,
         logs=tuple(runs.logs),
         firmware=firmware,
         zephyr_board=zephyr_board,

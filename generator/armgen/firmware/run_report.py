@@ -92,6 +92,8 @@ class RunReport:
         logs: paths of the saved QEMU logs.
         firmware: ``baremetal`` or ``zephyr``: what kind of image ran. zephyr_board: its Zephyr board
             target (Zephyr images), e.g. ``mps3/an547``.
+        quality: the firmware's (dequantized) outputs against the float model for the same input, one
+            :meth:`armgen.model.quality.OutputQuality.to_json` dict per output (empty: no float model saved).
     """
 
     elf: str
@@ -117,6 +119,7 @@ class RunReport:
     logs: tuple[str, ...] = ()
     firmware: str = "baremetal"
     zephyr_board: str | None = None
+    quality: tuple[dict[str, Any], ...] = ()
     icount_note: str = ICOUNT_NOTE
 
     @property

@@ -71,6 +71,7 @@ from armgen.model.lowered_program import exact_integer_convolution, save_lowered
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.placement import float_fallback_warnings, layers_of
 from armgen.model.program_report import ProgramReport, VelaInfo
+from armgen.model.quality import OutputQuality, format_quality, output_quality
 from armgen.model.tensors import to_memory_order, with_dim_order
 from armgen.model.vela import parse_vela_summary  # part of this module's API (__all__)
 
@@ -312,8 +313,8 @@ def compile_model(
     run_forward(model, src.example_inputs, where)
 
     calib = _calibration_set(src, calibration, notes, warns)
-    for sample in calib:
-        run_forward(model, sample, f"{where} (calibration sample)")
+    float_outs = [_as_arrays(run_forward(model, sample, f"{where} (calibration sample)")) for sample in calib]
+    float_ep = _export(model, src.example_inputs, "float model")  # the float program `armgen run` compares with
 
     ref_inputs = tuple(t.detach().clone() for t in src.representative[0]) if src.representative else src.example_inputs
 
@@ -333,11 +334,17 @@ def compile_model(
 
     report, files = _program_report(pte_bytes, name, backend, target, cpu, in_q, out_q, vela_infos, warns,
                                     lowered is not None, layers)
-    if src.untrained:
-        report = dataclasses.replace(report, untrained_weights=True)
+    classifier = bool(src.class_labels) if src.kind == "sample" else _looks_like_classifier(report)
+    quality = _quality(calib, float_outs, report, in_q, out_q, lowered, qmodel, target, classifier)
+    report = dataclasses.replace(report, untrained_weights=src.untrained, classifier=classifier,
+                                 calibration_samples=len(calib), quality=tuple(q.to_json() for q in quality))
+    notes.append(f"int8 against the float model (calibration inputs): {format_quality(quality)}")
     arrays = _reference_arrays(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
+    float_ref = {f"input_{i}": t.detach().contiguous().numpy().astype(np.float32) for i, t in enumerate(ref_inputs)}
+    float_ref.update({f"output_{i}": a for i, a in enumerate(_as_arrays(run_forward(model, ref_inputs, where)))})
 
-    written = _write_outputs(Path(out_dir), name, pte_bytes, qep, lowered, arrays, report, files, vela_text, target)
+    written = _write_outputs(Path(out_dir), name, pte_bytes, (qep, float_ep), lowered, (arrays, float_ref), report,
+                             files, vela_text, target)
     return CompileResult(
         report=report,
         pte_path=written["pte"],
@@ -361,6 +368,8 @@ def _program_report(
     files = {
         "quantized_program": f"{name}.pt2",
         "reference": f"{name}.reference.npz",
+        "float_program": f"{name}.float.pt2",
+        "float_reference": f"{name}.float_reference.npz",
     }
     if has_lowered:
         files["lowered_program"] = f"{name}.lowered.pt2"
@@ -512,40 +521,44 @@ def _calibration_set(
     return calib
 
 
-def _reference_arrays(
-    ref_inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any], out_q: list[Any],
-    lowered: Any, qmodel: Any, target: str,
-) -> dict[str, np.ndarray]:
-    """The reference ``.npz``: the firmware's inputs (program dtype, memory order) and the expected
-    outputs, from the lowered program on the host (Cortex-M) or the quantized model (delegates).
+def _program_inputs(
+    inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any]
+) -> tuple[list[np.ndarray], list[torch.Tensor]]:
+    """The firmware's view of float inputs: (arrays in program dtype and memory order, the same as
+    tensors with strides in their dim order for the lowered program)."""
+    stored, tensors = [], []
+    for i, (t, info) in enumerate(zip(inputs, report.inputs, strict=False)):
+        x = t.detach().contiguous().numpy().astype(np.float32)
+        q = in_q[i] if i < len(in_q) else None
+        arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
+        stored.append(to_memory_order(arr, info.dim_order))
+        tensors.append(with_dim_order(torch.from_numpy(arr), info.dim_order))
+    return stored, tensors
+
+
+def _run_program(
+    inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any], out_q: list[Any], lowered: Any,
+    qmodel: Any, target: str,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The quantized program on float ``inputs``: per output (the program's value, logical order; its
+    dequantized float value). Cortex-M: the lowered program on the firmware's int8 input (the
+    firmware's arithmetic); Ethos-U: the quantized model on the float input.
 
     Raises:
         ModelError: the lowered program fails on the host.
     """
-    arrays: dict[str, np.ndarray] = {}
-    prog_inputs = []  # what the firmware gets: program dtype, logical shape, strides in dim order
-    for i, (t, info) in enumerate(zip(ref_inputs, report.inputs, strict=False)):
-        x = t.detach().contiguous().numpy().astype(np.float32)
-        q = in_q[i] if i < len(in_q) else None
-        arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
-        arrays[f"input_{i}"] = to_memory_order(arr, info.dim_order)
-        arrays[f"float_input_{i}"] = x
-        prog_inputs.append(with_dim_order(torch.from_numpy(arr), info.dim_order))
     if lowered is not None:
-        # The firmware's arithmetic: the lowered program on the firmware's int8 input.
-        kind = "lowered_cortex_m"
+        _, prog_inputs = _program_inputs(inputs, report, in_q)
         try:
             with torch.no_grad(), _quiet(), exact_integer_convolution():
                 ref_out = lowered.module()(*prog_inputs)
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f"running the lowered {target} program on the host failed: {_one_line(exc)}") from exc
     else:
-        # A delegate cannot run on the host: the quantized (fake-quant) model on the float input.
-        kind = "quantized_model"
         with torch.no_grad():
-            ref_out = qmodel(*ref_inputs)
+            ref_out = qmodel(*inputs)
     ref_outs = ref_out if isinstance(ref_out, (tuple, list)) else (ref_out,)
-    arrays["reference_kind"] = np.array(kind)
+    result = []
     for i, (t, info) in enumerate(zip(ref_outs, report.outputs, strict=False)):
         y = t.detach().contiguous().numpy()
         q = out_q[i] if i < len(out_q) else None
@@ -557,17 +570,68 @@ def _reference_arrays(
                 arr = _quantize_np(y, q)
         else:
             arr = y
+        result.append((arr, np.asarray(y, dtype=np.float32)))
+    return result
+
+
+def _reference_arrays(
+    ref_inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any], out_q: list[Any],
+    lowered: Any, qmodel: Any, target: str,
+) -> dict[str, np.ndarray]:
+    """The reference ``.npz``: the firmware's inputs (program dtype, memory order) and the expected
+    outputs, from the lowered program on the host (Cortex-M) or the quantized model (delegates).
+
+    Raises:
+        ModelError: the lowered program fails on the host.
+    """
+    arrays: dict[str, np.ndarray] = {}
+    stored, _ = _program_inputs(ref_inputs, report, in_q)
+    for i, (arr, t) in enumerate(zip(stored, ref_inputs, strict=False)):
+        arrays[f"input_{i}"] = arr
+        arrays[f"float_input_{i}"] = t.detach().contiguous().numpy().astype(np.float32)
+    arrays["reference_kind"] = np.array("lowered_cortex_m" if lowered is not None else "quantized_model")
+    outs = _run_program(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
+    for i, ((arr, y), info) in enumerate(zip(outs, report.outputs, strict=False)):
         arrays[f"output_{i}"] = to_memory_order(arr, info.dim_order)
-        arrays[f"float_output_{i}"] = np.asarray(y, dtype=np.float32)
+        arrays[f"float_output_{i}"] = y
     return arrays
 
 
+def _as_arrays(out: Any) -> list[np.ndarray]:
+    """A model's output (a tensor or a tuple/list of them) as float32 arrays."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [np.asarray(t.detach().contiguous().numpy(), dtype=np.float32) for t in outs]
+
+
+def _looks_like_classifier(report: ProgramReport) -> bool:
+    """A user model counts as a classifier when it has one output and that output is 2-D (batch x classes)."""
+    return len(report.outputs) == 1 and len(report.outputs[0].shape) == 2 and report.outputs[0].shape[-1] > 1
+
+
+def _quality(
+    calib: list[tuple[torch.Tensor, ...]], float_outs: list[list[np.ndarray]], report: ProgramReport,
+    in_q: list[Any], out_q: list[Any], lowered: Any, qmodel: Any, target: str, classifier: bool,
+) -> list[OutputQuality]:
+    """The quantized program against the float model on the calibration inputs (:mod:`armgen.model.quality`).
+
+    Raises:
+        ModelError: the lowered program fails on the host, or the outputs do not pair up.
+    """
+    cand = [[y for _, y in _run_program(sample, report, in_q, out_q, lowered, qmodel, target)] for sample in calib]
+    n_out = len(report.outputs)
+    reference = [np.stack([f[i].reshape(report.outputs[i].shape) for f in float_outs]) for i in range(n_out)]
+    candidate = [np.stack([c[i].reshape(report.outputs[i].shape) for c in cand]) for i in range(n_out)]
+    return output_quality(reference, candidate, classifier=classifier)
+
+
 def _write_outputs(
-    out_dir: Path, name: str, pte_bytes: bytes, qep: Any, lowered: Any, arrays: dict[str, np.ndarray],
+    out_dir: Path, name: str, pte_bytes: bytes, programs: tuple[Any, Any], lowered: Any,
+    references: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
     report: ProgramReport, files: dict[str, str], vela_text: io.StringIO, target: str,
 ) -> dict[str, Path]:
-    """Write the ``.pte``, report, quantized and lowered programs, reference and Vela summary into a
-    temporary folder, then move each into ``out_dir``: ``{role: path}``.
+    """Write the ``.pte``, report, quantized, float and lowered programs, the int8 and float references
+    and Vela summary into a temporary folder, then move each into ``out_dir``: ``{role: path}``.
+    ``programs``: (quantized, float) ``torch.export`` programs; ``references``: (int8, float) arrays.
 
     Raises:
         ModelError: the folder cannot be created or written, or the lowered program not serialized.
@@ -579,9 +643,10 @@ def _write_outputs(
         raise ModelError(f"{out_dir}: cannot create output folder ({exc.strerror})") from exc
     try:
         (tmp / f"{name}.pte").write_bytes(pte_bytes)
-        _strip_volatile_meta(qep)
-        with _quiet():
-            torch.export.save(qep, str(tmp / files["quantized_program"]))
+        for ep, role in zip(programs, ("quantized_program", "float_program"), strict=True):
+            _strip_volatile_meta(ep)
+            with _quiet():
+                torch.export.save(ep, str(tmp / files[role]))
         if lowered is not None:
             _strip_volatile_meta(lowered)
             try:
@@ -590,7 +655,8 @@ def _write_outputs(
                 raise
             except Exception as exc:  # noqa: BLE001 - the serializer raises its own types
                 raise ModelError(f"cannot save the lowered {target} program: {_one_line(exc)}") from exc
-        _write_npz(tmp / files["reference"], arrays)
+        _write_npz(tmp / files["reference"], references[0])
+        _write_npz(tmp / files["float_reference"], references[1])
         if "vela_summary" in files:
             (tmp / files["vela_summary"]).write_text(vela.clean_vela_text(vela_text.getvalue()))
         report.save(tmp / f"{name}.report.json")

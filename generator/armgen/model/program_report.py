@@ -189,6 +189,11 @@ class ProgramReport:
             edge program the reference outputs come from, see armgen.model.lowered_program).
         warnings: human-readable warnings raised while compiling.
         placement: where each call runs (library, dtype, MACs, layer), in execution order.
+        quality: the quantized program against the float model on the calibration inputs, one
+            :meth:`armgen.model.quality.OutputQuality.to_json` dict per output (max abs error in output
+            units, SNR in dB, top-1 agreement 0..1 for a classifier).
+        classifier: the outputs are class scores (a sample with class labels; a user model with one
+            2-D output). calibration_samples: how many inputs calibrated the int8 ranges (0: unknown).
         untrained_weights: a built-in sample compiled with fixed-seed weights (no trained file found):
             its outputs are meaningless.
         method_allocator: the method/temp pool need replayed from the program (None in reports
@@ -218,6 +223,9 @@ class ProgramReport:
     method_allocator: MethodAllocatorPlan | None = None
     placement: tuple[OpPlacement, ...] = ()
     untrained_weights: bool = False
+    quality: tuple[dict[str, Any], ...] = ()
+    classifier: bool = False
+    calibration_samples: int = 0
     schema_version: int = SCHEMA_VERSION
 
     # ---- serialization -------------------------------------------------------------------
@@ -276,6 +284,9 @@ class ProgramReport:
             method_allocator=MethodAllocatorPlan(**data["method_allocator"]) if data.get("method_allocator") else None,
             placement=tuple(OpPlacement(**r) for r in data.get("placement", ())),
             untrained_weights=bool(data.get("untrained_weights", False)),
+            quality=tuple(dict(q) for q in data.get("quality", ())),
+            classifier=bool(data.get("classifier", False)),
+            calibration_samples=int(data.get("calibration_samples", 0)),
             schema_version=data["schema_version"],
         )
 

@@ -189,3 +189,65 @@ def _load_quantized_program(path: Path) -> Any:
 
         register_cortex_m_ops()
         return torch.export.load(str(path))
+
+
+def float_reference(report: ProgramReport, report_dir: Path) -> tuple[np.ndarray, ...] | None:
+    """The float model's outputs for the reference input (``report.files["float_reference"]``, an
+    ``.npz`` of ``output_<i>`` float32 arrays in logical order, written by the compile stage).
+
+    Returns:
+        One array per output, or None when the report names no float reference (older programs).
+
+    Raises:
+        ModelError: the file is named but missing or malformed.
+    """
+    name = report.files.get("float_reference")
+    if not name:
+        return None
+    path = _artifact(report_dir, name)
+    try:
+        with np.load(path) as npz:
+            return tuple(np.asarray(npz[f"output_{t.index}"], dtype=np.float32) for t in report.outputs)
+    except (OSError, KeyError, ValueError) as exc:
+        raise ModelError(f"cannot read the float reference {path}: {exc}") from None
+
+
+def float_model_outputs(
+    report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray]
+) -> tuple[np.ndarray, ...]:
+    """Run the float model the compile stage saved (``report.files["float_program"]``, a
+    ``torch.export`` ``.pt2``) on ``inputs``.
+
+    Args:
+        inputs: one array per program input, logical order; integer (quantized) arrays are dequantized
+            with the input's scale and zero point first.
+
+    Returns:
+        One float32 array per output.
+
+    Raises:
+        ModelError: no float program saved, or it cannot be loaded or run.
+    """
+    name = report.files.get("float_program")
+    if not name:
+        raise ModelError("the program report names no saved float model")
+    path = _artifact(report_dir, name)
+    try:
+        import torch
+
+        if not path.is_file():
+            raise ModelError(f"float model not found: {path}")
+        program = torch.export.load(str(path))
+        args = []
+        for arr, info in zip(inputs, report.inputs, strict=True):
+            a = np.asarray(arr)
+            x = a if np.issubdtype(a.dtype, np.floating) else dequantize(a, info.scale, info.zero_point)
+            args.append(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))
+        with torch.no_grad():
+            out = program.module()(*args)
+    except ModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure here is one line for the user
+        raise ModelError(f"cannot run the float model {path}: {type(exc).__name__}: {exc}") from None
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return tuple(np.asarray(o.detach().numpy(), dtype=np.float32) for o in outs)
