@@ -46,7 +46,6 @@ its reference is the quantized model's.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import io
@@ -54,7 +53,6 @@ import logging
 import re
 import shutil
 import tempfile
-import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,14 +63,19 @@ import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
 from armgen.model import vela
+from armgen.model.compile_outputs import as_arrays as _as_arrays
+from armgen.model.compile_outputs import looks_like_classifier as _looks_like_classifier
+from armgen.model.compile_outputs import one_line as _one_line
+from armgen.model.compile_outputs import quality as _quality
+from armgen.model.compile_outputs import quiet as _quiet
+from armgen.model.compile_outputs import reference_arrays as _reference_arrays
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
 from armgen.model.layer_support import check_layers
-from armgen.model.lowered_program import exact_integer_convolution, save_lowered_program
+from armgen.model.lowered_program import save_lowered_program
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.placement import float_fallback_warnings, layers_of
 from armgen.model.program_report import ProgramReport, VelaInfo
-from armgen.model.quality import OutputQuality, format_quality, output_quality
-from armgen.model.tensors import to_memory_order, with_dim_order
+from armgen.model.quality import format_quality
 from armgen.model.vela import parse_vela_summary  # part of this module's API (__all__)
 
 log = logging.getLogger(__name__)
@@ -141,22 +144,6 @@ def _channels_last(t: torch.Tensor) -> torch.Tensor:
     return t.to(memory_format=torch.channels_last) if t.dim() == 4 else t
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}"[:300]
-
-
-@contextlib.contextmanager
-def _quiet(capture: io.StringIO | None = None):
-    """Silence upstream chatter (Vela's report, deprecation warnings) while lowering."""
-    buf = capture if capture is not None else io.StringIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with contextlib.redirect_stdout(buf):
-            yield buf
-
-
 def _export(model: torch.nn.Module, inputs: tuple[torch.Tensor, ...], what: str) -> Any:
     try:
         return torch.export.export(model, inputs, strict=False)
@@ -199,14 +186,6 @@ def _quantize_io(edge: Any, ins: list[IoQuantization | None], outs: list[IoQuant
     if out_idx:
         passes.append(QuantizeOutputs(edge, out_idx))
     return edge.transform(passes) if passes else edge
-
-
-def _quantize_np(x: np.ndarray, q: IoQuantization) -> np.ndarray:
-    """``clamp(round(x / scale) + zero_point)`` as torch's quantize_per_tensor does (round half even)."""
-    t = torch.ops.quantized_decomposed.quantize_per_tensor.default(
-        torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), q.scale, q.zero_point, q.qmin, q.qmax, torch.int8
-    )
-    return t.numpy()
 
 
 def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -519,109 +498,6 @@ def _calibration_set(
             "representative data"
         )
     return calib
-
-
-def _program_inputs(
-    inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any]
-) -> tuple[list[np.ndarray], list[torch.Tensor]]:
-    """The firmware's view of float inputs: (arrays in program dtype and memory order, the same as
-    tensors with strides in their dim order for the lowered program)."""
-    stored, tensors = [], []
-    for i, (t, info) in enumerate(zip(inputs, report.inputs, strict=False)):
-        x = t.detach().contiguous().numpy().astype(np.float32)
-        q = in_q[i] if i < len(in_q) else None
-        arr = _quantize_np(x, q) if (q is not None and info.dtype == "int8") else x
-        stored.append(to_memory_order(arr, info.dim_order))
-        tensors.append(with_dim_order(torch.from_numpy(arr), info.dim_order))
-    return stored, tensors
-
-
-def _run_program(
-    inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any], out_q: list[Any], lowered: Any,
-    qmodel: Any, target: str,
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The quantized program on float ``inputs``: per output (the program's value, logical order; its
-    dequantized float value). Cortex-M: the lowered program on the firmware's int8 input (the
-    firmware's arithmetic); Ethos-U: the quantized model on the float input.
-
-    Raises:
-        ModelError: the lowered program fails on the host.
-    """
-    if lowered is not None:
-        _, prog_inputs = _program_inputs(inputs, report, in_q)
-        try:
-            with torch.no_grad(), _quiet(), exact_integer_convolution():
-                ref_out = lowered.module()(*prog_inputs)
-        except Exception as exc:  # noqa: BLE001
-            raise ModelError(f"running the lowered {target} program on the host failed: {_one_line(exc)}") from exc
-    else:
-        with torch.no_grad():
-            ref_out = qmodel(*inputs)
-    ref_outs = ref_out if isinstance(ref_out, (tuple, list)) else (ref_out,)
-    result = []
-    for i, (t, info) in enumerate(zip(ref_outs, report.outputs, strict=False)):
-        y = t.detach().contiguous().numpy()
-        q = out_q[i] if i < len(out_q) else None
-        if q is not None and info.dtype == "int8":
-            if np.issubdtype(y.dtype, np.integer):  # the lowered program returns int8
-                arr = y.astype(np.int8)
-                y = ((y.astype(np.float32) - np.float32(q.zero_point)) * np.float32(q.scale)).astype(np.float32)
-            else:
-                arr = _quantize_np(y, q)
-        else:
-            arr = y
-        result.append((arr, np.asarray(y, dtype=np.float32)))
-    return result
-
-
-def _reference_arrays(
-    ref_inputs: tuple[torch.Tensor, ...], report: ProgramReport, in_q: list[Any], out_q: list[Any],
-    lowered: Any, qmodel: Any, target: str,
-) -> dict[str, np.ndarray]:
-    """The reference ``.npz``: the firmware's inputs (program dtype, memory order) and the expected
-    outputs, from the lowered program on the host (Cortex-M) or the quantized model (delegates).
-
-    Raises:
-        ModelError: the lowered program fails on the host.
-    """
-    arrays: dict[str, np.ndarray] = {}
-    stored, _ = _program_inputs(ref_inputs, report, in_q)
-    for i, (arr, t) in enumerate(zip(stored, ref_inputs, strict=False)):
-        arrays[f"input_{i}"] = arr
-        arrays[f"float_input_{i}"] = t.detach().contiguous().numpy().astype(np.float32)
-    arrays["reference_kind"] = np.array("lowered_cortex_m" if lowered is not None else "quantized_model")
-    outs = _run_program(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
-    for i, ((arr, y), info) in enumerate(zip(outs, report.outputs, strict=False)):
-        arrays[f"output_{i}"] = to_memory_order(arr, info.dim_order)
-        arrays[f"float_output_{i}"] = y
-    return arrays
-
-
-def _as_arrays(out: Any) -> list[np.ndarray]:
-    """A model's output (a tensor or a tuple/list of them) as float32 arrays."""
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [np.asarray(t.detach().contiguous().numpy(), dtype=np.float32) for t in outs]
-
-
-def _looks_like_classifier(report: ProgramReport) -> bool:
-    """A user model counts as a classifier when it has one output and that output is 2-D (batch x classes)."""
-    return len(report.outputs) == 1 and len(report.outputs[0].shape) == 2 and report.outputs[0].shape[-1] > 1
-
-
-def _quality(
-    calib: list[tuple[torch.Tensor, ...]], float_outs: list[list[np.ndarray]], report: ProgramReport,
-    in_q: list[Any], out_q: list[Any], lowered: Any, qmodel: Any, target: str, classifier: bool,
-) -> list[OutputQuality]:
-    """The quantized program against the float model on the calibration inputs (:mod:`armgen.model.quality`).
-
-    Raises:
-        ModelError: the lowered program fails on the host, or the outputs do not pair up.
-    """
-    cand = [[y for _, y in _run_program(sample, report, in_q, out_q, lowered, qmodel, target)] for sample in calib]
-    n_out = len(report.outputs)
-    reference = [np.stack([f[i].reshape(report.outputs[i].shape) for f in float_outs]) for i in range(n_out)]
-    candidate = [np.stack([c[i].reshape(report.outputs[i].shape) for c in cand]) for i in range(n_out)]
-    return output_quality(reference, candidate, classifier=classifier)
 
 
 def _write_outputs(
