@@ -94,11 +94,27 @@ def new_project(
         )
         if stack_auto:
             spec = dataclasses.replace(spec, stack_auto=True)
+        kept_budgets = _user_budgets(dest) if force else None
+        if kept_budgets is not None:
+            spec = dataclasses.replace(spec, budgets=kept_budgets)
         standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say)
         rendered = render_project(spec, standin)
         written = write_project_result(rendered, out_dir, force=force)
 
     return NewProject(spec, rendered, written)
+
+
+def _user_budgets(dest: Path) -> dict[str, Any] | None:
+    """The ``[budgets]`` table (with ``[budgets.growth]``) of an existing project's armgen.toml, which
+    ``armgen new --force`` keeps: budgets are the user's once the project exists (the board's defaults
+    are only the first version). None when there is no readable record or no such table."""
+    import tomllib
+
+    try:
+        table = tomllib.loads((dest / "armgen.toml").read_text()).get("budgets")
+    except (OSError, ValueError):
+        return None
+    return dict(table) if isinstance(table, dict) else None
 
 
 def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say):

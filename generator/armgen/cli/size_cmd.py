@@ -380,6 +380,9 @@ def size_command(target: Path, budget_file: Path | None, fmt: str | None, as_jso
         dest = Path(write_baseline) if write_baseline else baseline_path
         if dest is None:
             raise SizeError("--write-baseline needs a FILE outside a project")
+        if dest.is_dir():
+            raise SizeError(f"--write-baseline {dest}: is a directory, not a file",
+                            hint="give the project first: armgen size PROJECT --write-baseline [FILE]")
         _write_atomic(dest, json.dumps(doc, indent=2, sort_keys=True) + "\n")
         err_console.print(f"wrote baseline {dest}", highlight=False, markup=False)
     text = _render(doc, fmt, report, comparison)

@@ -180,8 +180,9 @@ class ProjectRecord:
         lines += ["[memory]"] + [f"{k} = {_toml_value(v)}" for k, v in self.memory.items()]
         for p in self.pools:
             lines += ["", "[[pools]]"] + [f"{k} = {_toml_value(v)}" for k, v in p.as_dict().items()]
-        lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\")."]
-        lines += ["[budgets]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted((self.budgets or {}).items())]
+        lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\"); yours:",
+                  "# `armgen new --force` keeps this table. [budgets.growth]: growth allowed over size-baseline.json."]
+        lines += _budget_lines(self.budgets or {})
         return ("\n".join(lines) + "\n").encode()
 
 
@@ -307,6 +308,18 @@ def _pools(value: Any, path: Path, error: type[ArmgenError]) -> tuple[PoolEntry,
         pools.append(PoolEntry(entry["name"], entry["bytes"], region if isinstance(region, str) else None,
                                section if isinstance(section, str) else None))
     return tuple(pools)
+
+
+def _budget_lines(budgets: Mapping[str, Any]) -> list[str]:
+    """``[budgets]`` and its sub-tables (regions, components, growth) as TOML lines, keys sorted."""
+    import tomli_w
+
+    flat = {k: v for k, v in sorted(budgets.items()) if not isinstance(v, Mapping)}
+    nested = {k: v for k, v in sorted(budgets.items()) if isinstance(v, Mapping)}
+    lines = ["[budgets]"] + [f"{k} = {_toml_value(v)}" for k, v in flat.items()]
+    if nested:
+        lines += [""] + tomli_w.dumps({"budgets": nested}).strip().splitlines()
+    return lines
 
 
 def _toml_value(value: Any) -> str:

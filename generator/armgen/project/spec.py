@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from armgen import __version__ as ARMGEN_VERSION
 from armgen.boards import Board
@@ -185,7 +186,7 @@ class ProjectSpec:
     inputs: tuple[IoSpec, ...]
     outputs: tuple[IoSpec, ...]
     region_use: tuple[RegionUse, ...]
-    budgets: dict[str, int] = field(default_factory=dict)
+    budgets: dict[str, Any] = field(default_factory=dict)
     cortex_m_sources: tuple[str, ...] = ()
     cmsis_nn_optimization: str = "-Ofast"
     armgen_version: str = ARMGEN_VERSION

@@ -274,6 +274,7 @@ def check_growth(base: Mapping[str, Any], report: Mapping[str, Any], budgets: Si
             out.append(Violation(
                 "growth", key, grew, allowed, grew - allowed,
                 f"{label} grew by {grew:,} B over the baseline ({old.get(key, 0):,} -> {new.get(key, 0):,} B), "
-                f"more than the {limit.text()} ({allowed:,} B) allowed by {src} budgets.growth.{key}",
+                f"more than the {limit.text()}{f' ({allowed:,} B)' if limit.bytes is None else ''} allowed by "
+                f"{src} budgets.growth.{key}",
             ))
     return out

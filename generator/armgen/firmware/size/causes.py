@@ -110,12 +110,25 @@ def _operator_causes(old: Mapping[str, Any], new: Mapping[str, Any], notes: list
                 side = 0 if _memory_of(report, v["region"]) == "flash" else 1
                 taken.setdefault(v["component"], [0, 0])[side] += sign * v["size"]
             syms = {k: v for k, v in syms.items() if k not in own}
-            detail = ", ".join(f"{c} {n:,} B" for c, n in sorted(by_comp.items())) or "no symbols of its own"
+            detail = ", ".join(f"{_LABELS.get(c, c)} {n:,} B" for c, n in sorted(by_comp.items(), key=_kernel_first)) \
+                or "no symbols of its own"
             biggest = sorted(own, key=lambda k: (-own[k]["size"], k))[:3]
             if biggest:
                 detail += f" ({len(own)} symbols; largest {', '.join(_short(k) for k in biggest)})"
             out.append(Cause(kind, op, sign * flash, sign * ram, detail))
     return out
+
+
+#: How an operator's bytes are named in its cause's detail, by component.
+_LABELS = {
+    "portable_kernels": "kernel", "quantized_kernels": "kernel", "cortex_m_kernels": "kernel",
+    "kernel_registration": "kernel inlined into its registration (LTO)", "cmsis_nn": "CMSIS-NN",
+}
+
+
+def _kernel_first(item: tuple[str, int]) -> tuple[int, str]:
+    return (0 if item[0] in ("portable_kernels", "quantized_kernels", "cortex_m_kernels", "kernel_registration")
+            else 1, item[0])
 
 
 def _short(name: str, width: int = 48) -> str:
@@ -208,8 +221,9 @@ def find_causes(
             if name in _COVERED:
                 continue
             f, r = _cdelta(old, new, name)
-            if f or r:
-                rest.append(f"{name} {f + r:+,} B")
+            sides = [f"{m} {n:+,} B" for m, n in (("flash", f), ("RAM", r)) if n]
+            if sides:
+                rest.append(f"{name} {' '.join(sides)}")
     return tuple(causes), Cause("unexplained", "unexplained", uf, ur, ", ".join(rest)), notes
 
 

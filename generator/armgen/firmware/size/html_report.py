@@ -25,11 +25,12 @@ _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:960px}
 h1{font-size:20px} h2{font-size:16px;margin-top:28px}
 table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #ccc;padding:3px 8px}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap} th{text-align:left}
+.verdict{padding:6px 10px;border-left:6px solid #2a2} .verdict.fail{border-color:#c00;background:#fee}
 .bar{position:relative;height:22px;background:#f2f2f2;border:1px solid #bbb;width:900px;display:flex}
 .bar span{display:block;height:100%}
 .budget{position:absolute;top:-4px;bottom:-4px;width:2px;background:#c00}
-.region{margin:10px 0} .verdict{font-size:16px}
+.region{margin:10px 0} .verdict{font-size:16px;font-weight:bold}
 .legend span{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}
 """
 
@@ -42,11 +43,16 @@ def _b(n: int, signed: bool = False) -> str:
     return f"{n:+,} B" if signed else f"{n:,} B"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]], numeric_from: int = 1) -> str:
-    th = "".join(f'<th class="{"n" if i >= numeric_from else ""}">{escape(h)}</th>' for i, h in enumerate(header))
+#: Columns whose cells are text (left-aligned, may wrap); the others are bytes.
+_TEXT = {"cause", "detail", "component", "region", "symbol", "old value", "new value"}
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cls = ["" if h in _TEXT else "n" for h in header]
+    th = "".join(f'<th class="{c}">{escape(h)}</th>' for c, h in zip(cls, header, strict=True))
     body = "".join(
-        "<tr>" + "".join(f'<td class="{"n" if i >= numeric_from else ""}">{escape(str(c))}</td>'
-                         for i, c in enumerate(r)) + "</tr>" for r in rows)
+        "<tr>" + "".join(f'<td class="{c}">{escape(str(x))}</td>' for c, x in zip(cls, r, strict=True)) + "</tr>"
+        for r in rows)
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
@@ -133,7 +139,7 @@ def _compare(cmp: Mapping[str, Any]) -> str:
         out += [f"<h2>Symbol deltas (top {cmp['top']})</h2>", _table(("symbol", "old", "new", "Δ"), syms)]
     if cmp["config"]:
         rows = [(c["symbol"], c["old"] or "(unset)", c["new"] or "(unset)") for c in cmp["config"]]
-        out += ["<h2>Kconfig changes</h2>", _table(("symbol", "old", "new"), rows, 3)]
+        out += ["<h2>Kconfig changes</h2>", _table(("symbol", "old value", "new value"), rows)]
     return "".join(out)
 
 
@@ -141,14 +147,15 @@ def render_html(doc: Mapping[str, Any]) -> str:
     """The HTML page of an ``armgen size --json`` document."""
     report = doc["report"]
     name = (report.get("project") or {}).get("name") or report["elf"]
-    v = verdict(doc).replace("**", "")
+    v = verdict(doc).replace("**", "").removeprefix("✅ ").removeprefix("❌ ")
+    failed = "fail" if doc["violations"] else "ok"
     comps = [(f"{COMPONENT_LABELS.get(k, k)} ({k})", _b(c["flash"]), _b(c["ram"]))
              for k, c in report["components"].items()]
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>armgen size: {escape(str(name))}</title><style>{_CSS}</style></head><body>",
         f"<h1>{escape(str(name))} on {escape(str(report['board'] or 'no board'))}</h1>",
-        f'<p class="verdict">{escape(v)}</p>',
+        f'<p class="verdict {failed}">{escape(v)}</p>',
         f"<p>flash {report['flash']:,} B, RAM {report['ram']:,} B "
         f"(components from {escape(report['attribution'])})</p>",
         "<h2>Regions</h2>", _region_bars(doc),

@@ -26,9 +26,14 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: Columns whose cells are text (left-aligned); the others are bytes (right-aligned).
+_TEXT_COLUMNS = {"cause", "detail", "component", "region", "kind", "section", "role", "symbol", "old value",
+                 "new value"}
+
+
 def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     rows = list(rows)
-    rule = "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"
+    rule = "|" + "|".join("---" if h in _TEXT_COLUMNS or i == 0 else "---:" for i, h in enumerate(header)) + "|"
     out = ["| " + " | ".join(header) + " |", rule]
     out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows[:_MAX_ROWS]]
     if len(rows) > _MAX_ROWS:
@@ -77,7 +82,7 @@ def _causes(cmp: Mapping[str, Any]) -> list[str]:
         changes = [(c["symbol"], c["old"] if c["old"] is not None else "(unset)",
                     c["new"] if c["new"] is not None else "(unset)") for c in cmp["config"]]
         out += ["", f"<details><summary>Kconfig changes ({len(changes)}; no bytes of their own)</summary>", "",
-                *_table(("symbol", "old", "new"), changes), "", "</details>"]
+                *_table(("symbol", "old value", "new value"), changes), "", "</details>"]
     return out
 
 
