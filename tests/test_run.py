@@ -618,7 +618,7 @@ def test_reference_outputs_run_the_lowered_program(tmp_path):
     """A Cortex-M compile saves the lowered program; the run stage's reference for any input is
     that program on the host (cortex_m host kernels), equal to the saved reference on its input."""
     from armgen.model.compile import compile_model
-    from armgen.model.reference import load_reference, reference_outputs, reference_program
+    from armgen.model.reference import alternate_inputs, load_reference, reference_outputs, reference_program
 
     result = compile_model("ic", "cortex-m55", out_dir=tmp_path)  # 3-channel channels_last input
     report = result.report
@@ -633,6 +633,22 @@ def test_reference_outputs_run_the_lowered_program(tmp_path):
     assert reference_program(older, tmp_path)[1] == "quantized_model"
     (out_q,) = reference_outputs(older, tmp_path, list(ref.inputs))
     assert out_q.shape == out.shape and out_q.dtype == np.float32
+
+    # The run's second input and its reference outputs are saved by the compile stage (so a run does
+    # not load the program for them), and equal what the lowered program gives on the host.
+    alt = alternate_inputs(report.inputs)
+    assert ref.alternate_inputs is not None and np.array_equal(ref.alternate_inputs[0], alt[0])
+    (alt_out,) = reference_outputs(report, tmp_path, alt)
+    assert np.array_equal(ref.alternate_outputs[0], alt_out)
+    # With a cache folder, a second call with the same program and input reads the kept outputs.
+    cache = tmp_path / "cache"
+    (first,) = reference_outputs(report, tmp_path, alt, cache_dir=cache)
+    (kept,) = list(cache.glob("reference-*.npz"))
+    np.savez(kept, output_0=np.full_like(first, 7))
+    (second,) = reference_outputs(report, tmp_path, alt, cache_dir=cache)
+    assert np.array_equal(first, alt_out) and np.all(second == 7)
+    (other,) = reference_outputs(report, tmp_path, list(ref.inputs), cache_dir=cache)  # another input: computed
+    assert np.array_equal(other, ref.outputs[0]) and len(list(cache.glob("reference-*.npz"))) == 2
 
 
 def test_qemu_that_cannot_start_is_one_line(probe):

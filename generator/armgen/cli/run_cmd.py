@@ -275,6 +275,7 @@ def run_command(
         elf, report, emu, report_dir=report_path.parent, inputs=inputs,
         input_source=str(input_file) if input_file else None, timeout=timeout, repeat=repeat,
         log_dir=elf.parent / "run", firmware=firmware, zephyr_board=zephyr_board,
+        reference_cache=elf.parent / "run" / "reference-cache",
     )
     if as_json:
         data = rr.to_dict()

@@ -189,8 +189,12 @@ def build_project(
         jobs: parallel compile jobs. progress: callback, see :data:`Progress`.
         size: run the size stage at the end when :mod:`armgen.firmware.size` exists.
         rebuild: delete ``build/`` first (a clean build).
-        run_input: build ``armgen run``'s variant instead of the product image: in
-            ``build/run-input/`` (:data:`RUN_INPUT_DIR`), with ``-DARMGEN_RUN_INPUT=ON`` (projects on a
+        run_input: build ``armgen run``'s variant instead of the product image. Bare metal: the
+            target ``<name>_run`` of the product's own build tree (``build/<name>-run.elf``; it
+            shares the product's objects and runtime libraries, so it compiles main.cpp and links;
+            projects written before that get ``build/run-input/`` as Zephyr does). Zephyr (one image
+            per build directory): ``build/run-input/`` (:data:`RUN_INPUT_DIR`), with
+            ``-DARMGEN_RUN_INPUT=ON``, compiled through ccache when Zephyr finds it (projects on a
             semihosting console read a new input from ``input.bin``; the product image has neither that
             code nor its buffer, so its sizes are the product's).
 
@@ -218,31 +222,47 @@ def build_project(
 
     auto_stack = record.stack_auto and not run_input
     emulator = _stack_emulator(record) if auto_stack else None
-    build_dir, log_path = _prepare_build_dir(record, rebuild, run_input)
+    shared = run_input and _has_run_target(record)
+    build_dir, log_path = _prepare_build_dir(record, rebuild, run_input and not shared)
+    if shared:
+        log_path = build_dir / "armgen-build-run.log"
     start = time.monotonic()
-    # `armgen run`'s variant keeps the generated stack: it is a test harness, not the product.
-    stack = "" if (record.stack_auto or run_input) else str(record.memory.get("stack", ""))
+    # `armgen run`'s variant keeps the generated stack (the linker script's): it is a test harness,
+    # not the product. In the shared tree the product's ARMGEN_STACK_SIZE stays as it is.
+    stack = "" if (record.stack_auto or (run_input and not shared)) else str(record.memory.get("stack", ""))
     sizing = None
     with open(log_path, "w") as log:
         counter = _NinjaProgress(progress)
-        _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, run_input, stack)
+        _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs,
+                             run_input and not shared, stack, target=f"{record.name}_run" if shared else None)
         if auto_stack:
             sizing = _size_stack(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, emulator)
-    result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir)
+    result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir,
+                     run_variant=shared)
     return dataclasses.replace(result, stack=sizing)
+
+
+def _has_run_target(record: ProjectRecord) -> bool:
+    """Whether the bare-metal project's CMakeLists.txt defines ``<name>_run`` in the product's tree."""
+    try:
+        return f"armgen_image({record.name}_run " in (record.root / "CMakeLists.txt").read_text()
+    except OSError:
+        return False
 
 
 def _configure_and_build(
     record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
     counter: _NinjaProgress, progress: Progress, jobs: int, run_input: bool, stack: str,
+    target: str | None = None,
 ) -> None:
-    """Configure when the build tree is new, the workspace changed or the stack differs; then ninja.
+    """Configure when the build tree is new, the workspace changed or the stack differs (the stack only
+    for the product image); then ninja (``target``, or the default targets).
 
     Raises:
         BuildError: configure or build failed.
     """
     if (not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws)
-            or _cached(build_dir, "ARMGEN_STACK_SIZE") != stack):
+            or (target is None and _cached(build_dir, "ARMGEN_STACK_SIZE") != stack)):
         progress("configure", 0, 1, str(build_dir))
         cmd = [
             str(tools["cmake"]),
@@ -266,7 +286,7 @@ def _configure_and_build(
             )
         progress("configure", 1, 1, "done")
 
-    cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}"]
+    cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}", *([target] if target else [])]
     if _run(cmd, record.root, log, counter) is None:
         raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
 
@@ -368,10 +388,11 @@ class _NinjaProgress:
 
 def _finish(
     record: ProjectRecord, ws: Path, start: float, counter: _NinjaProgress, log_path: Path,
-    warnings: tuple[str, ...], progress: Progress, size: bool, build_dir: Path,
+    warnings: tuple[str, ...], progress: Progress, size: bool, build_dir: Path, *, run_variant: bool = False,
 ) -> BuildResult:
-    """The BuildResult of a finished build, sized when asked."""
-    elf, map_path = _outputs(record, build_dir)
+    """The BuildResult of a finished build, sized when asked (``run_variant``: the ``<name>_run``
+    image of the product's tree)."""
+    elf, map_path = _outputs(record, build_dir, run_variant=run_variant)
     if not elf.is_file():
         raise BuildError(f"the build finished but {elf} is missing", hint=f"full log: {log_path}")
     result = BuildResult(
@@ -502,10 +523,15 @@ def _build_zephyr(
 
 
 # ---- helpers --------------------------------------------------------------------------------------
-def _outputs(record: ProjectRecord, build_dir: Path) -> tuple[Path, Path]:
+def _outputs(record: ProjectRecord, build_dir: Path, *, run_variant: bool = False) -> tuple[Path, Path]:
     """The ELF and map the record names (absolute paths; load_project checked both keys exist), in
-    ``build_dir`` (the record's paths are under ``build/``: the run variant's are under its own dir)."""
+    ``build_dir`` (the record's paths are under ``build/``: a run variant in its own dir has them under
+    that dir; ``run_variant`` in the product's tree: ``<stem>-run.elf`` and ``<stem>-run.map``)."""
     assert record.elf_path is not None and record.map_path is not None
+    if run_variant:
+        elf, map_path = record.elf_path, record.map_path
+        return (elf.with_name(f"{elf.stem}-run{elf.suffix}"),
+                map_path.with_name(f"{map_path.stem}-run{map_path.suffix}"))
     if build_dir == record.build_dir:
         return record.elf_path, record.map_path
     return (build_dir / record.elf_path.relative_to(record.build_dir),

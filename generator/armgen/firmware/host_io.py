@@ -18,6 +18,7 @@ import numpy as np
 
 from armgen.errors import RunError
 from armgen.model.program_report import TensorInfo
+from armgen.model.reference import alternate_inputs as reference_alternate_inputs
 from armgen.model.tensors import numpy_dtype, quantize, to_logical_order, to_memory_order
 
 
@@ -100,22 +101,15 @@ def output_array(values: Sequence[int], info: TensorInfo) -> np.ndarray:
     return to_logical_order(flat, info.shape, info.dim_order)
 
 
-def alternate_inputs(infos: Sequence[TensorInfo], seed: int = 7) -> list[np.ndarray]:
-    """A second deterministic input (seeded uniform over each input dtype's range).
+def alternate_inputs(infos: Sequence[TensorInfo]) -> list[np.ndarray]:
+    """:func:`armgen.model.reference.alternate_inputs` (the run's second input), as a run error.
 
-    Used to check the outputs change with the input (a firmware that ignores its input, or a
-    model that returns a constant, proves nothing).
+    Raises:
+        RunError: armgen run does not support an input's dtype.
     """
-    rng = np.random.default_rng(seed)
-    arrays = []
     for info in infos:
-        dtype = io_dtype(info)
-        if np.issubdtype(dtype, np.integer):
-            lim = np.iinfo(dtype)
-            arrays.append(rng.integers(lim.min, lim.max, size=info.shape, endpoint=True).astype(dtype))
-        else:
-            arrays.append(rng.standard_normal(info.shape).astype(dtype))
-    return arrays
+        io_dtype(info)
+    return reference_alternate_inputs(infos)
 
 
 def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]:

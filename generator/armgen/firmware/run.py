@@ -113,7 +113,7 @@ class _QemuRuns:
 
 def _run_input(
     report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray] | None, input_source: str | None,
-    findings: list[Finding],
+    findings: list[Finding], cache_dir: Path | None = None,
 ) -> tuple[bytes | None, str, Sequence[np.ndarray] | None, str | None]:
     """What the firmware is given and what it is compared with: (input.bin bytes or None, a label for
     the input, reference outputs or None, where the reference came from).
@@ -129,7 +129,7 @@ def _run_input(
         ref_outputs: Sequence[np.ndarray] | None = None
         ref_source = None
         try:
-            ref_outputs = reference_outputs(report, report_dir, q_inputs)
+            ref_outputs = reference_outputs(report, report_dir, q_inputs, cache_dir=cache_dir)
             ref_path, ref_kind = reference_program(report, report_dir)
             ref_source = str(ref_path)
             if ref_kind != "lowered_cortex_m":
@@ -249,7 +249,7 @@ def degenerate_causes(
 
 def _second_input_checked(
     runs: _QemuRuns, report: ProgramReport, report_dir: Path, outs: list[np.ndarray], findings: list[Finding],
-    floats: tuple[np.ndarray, ...] | None = None,
+    floats: tuple[np.ndarray, ...] | None = None, cache_dir: Path | None = None,
 ) -> bool:
     """Run a second, seeded input: its outputs must differ from the first input's (else the model is
     degenerate or the firmware ignores input.bin) and, where a reference can be computed, match it.
@@ -277,7 +277,9 @@ def _second_input_checked(
     try:
         if not alternate_checked:
             raise RunError("the firmware did not run it")
-        alt_ref = reference_outputs(report, report_dir, alt)
+        alt_ref = _saved_alternate(report, report_dir, alt)
+        if alt_ref is None:
+            alt_ref = reference_outputs(report, report_dir, alt, cache_dir=cache_dir)
     except (RunError, ModelError) as exc:
         findings.append(Finding("info", "second input", f"not compared with a reference: {exc.message}"))
     else:
@@ -286,6 +288,22 @@ def _second_input_checked(
             if "reference" in f.message:
                 findings.append(Finding(f.severity, f"{f.subject} (second input)", f.message))
     return alternate_checked
+
+
+def _saved_alternate(
+    report: ProgramReport, report_dir: Path, alt: Sequence[np.ndarray]
+) -> tuple[np.ndarray, ...] | None:
+    """The reference outputs the compile stage saved for the second input, when it saved them for
+    exactly ``alt``; else None."""
+    try:
+        reference = load_reference(report, report_dir)
+    except ModelError:
+        return None
+    if reference is None or reference.alternate_inputs is None or reference.alternate_outputs is None:
+        return None
+    same = len(reference.alternate_inputs) == len(alt) and all(
+        np.array_equal(a, b) for a, b in zip(reference.alternate_inputs, alt, strict=True))
+    return reference.alternate_outputs if same else None
 
 
 def _log_findings(log: FirmwareLog, ticks_per_run: list[int | None], report: ProgramReport) -> list[Finding]:
@@ -308,7 +326,7 @@ def run_firmware(
     elf: Path, report: ProgramReport, emulator: Emulator, *, report_dir: Path,
     inputs: Sequence[np.ndarray] | None = None, input_source: str | None = None, timeout: float = 60.0,
     repeat: int = 2, check_alternate: bool = True, log_dir: Path | None = None, firmware: str = "baremetal",
-    zephyr_board: str | None = None,
+    zephyr_board: str | None = None, reference_cache: Path | None = None,
 ) -> RunReport:
     """Run a built firmware on QEMU and check it against the program report and its reference.
 
@@ -328,6 +346,8 @@ def run_firmware(
         log_dir: where to save one QEMU log per run (``qemu-<n>.log``); None keeps none.
         firmware: what the ELF is, ``baremetal`` or ``zephyr`` (for the report).
         zephyr_board: the Zephyr board target the image was built for (Zephyr images).
+        reference_cache: a folder where host reference outputs are kept between runs (see
+            :func:`armgen.model.reference.reference_outputs`); None computes them every time.
 
     Returns:
         A :class:`RunReport`. Mismatches, degenerate outputs and pool overflows are findings of
@@ -342,7 +362,8 @@ def run_firmware(
     findings: list[Finding] = []
     if report.untrained_weights:
         findings.append(Finding("warning", "weights", UNTRAINED_NOTE))
-    data, source, ref_outputs, ref_source = _run_input(report, report_dir, inputs, input_source, findings)
+    data, source, ref_outputs, ref_source = _run_input(report, report_dir, inputs, input_source, findings,
+                                                     reference_cache)
     runs = _QemuRuns(elf, emulator, report, timeout, log_dir)
     log, outs, ticks_per_run, source = _repeated_runs(runs, data, repeat, inputs is not None, source, findings)
     checks, out_findings = compare_outputs(outs, ref_outputs, report.outputs)
@@ -356,7 +377,8 @@ def run_firmware(
     findings.append(quality_finding)
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:
-        alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings, floats)
+        alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings, floats,
+                                                  reference_cache)
     findings.extend(_log_findings(log, ticks_per_run, report))
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
     return RunReport(

@@ -23,6 +23,7 @@ from armgen.model.inspect_program import IoQuantization
 from armgen.model.lowered_program import exact_integer_convolution
 from armgen.model.program_report import ProgramReport
 from armgen.model.quality import OutputQuality, output_quality
+from armgen.model.reference import alternate_reference_arrays
 from armgen.model.tensors import to_memory_order, with_dim_order
 
 
@@ -120,6 +121,8 @@ def reference_arrays(
         arrays[f"input_{i}"] = arr
         arrays[f"float_input_{i}"] = t.detach().contiguous().numpy().astype(np.float32)
     arrays["reference_kind"] = np.array("lowered_cortex_m" if lowered is not None else "quantized_model")
+    if lowered is not None:
+        arrays.update(alternate_reference_arrays(lowered, report))
     outs = run_program(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
     for i, ((arr, y), info) in enumerate(zip(outs, report.outputs, strict=False)):
         arrays[f"output_{i}"] = to_memory_order(arr, info.dim_order)

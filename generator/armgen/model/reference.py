@@ -10,6 +10,8 @@ on any other input (``armgen run --input``). Later stages compare firmware outpu
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +21,14 @@ import numpy as np
 
 from armgen.errors import ModelError
 from armgen.model.program_report import ProgramReport, TensorInfo
-from armgen.model.tensors import dequantize, stored_shape, to_logical_order, with_dim_order
+from armgen.model.tensors import (
+    dequantize,
+    numpy_dtype,
+    stored_shape,
+    to_logical_order,
+    to_memory_order,
+    with_dim_order,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,40 @@ class Reference:
     outputs: tuple[np.ndarray, ...]
     source: str
     kind: str = "quantized_model"
+    #: :func:`alternate_inputs` and the reference outputs for them, when the compile stage saved
+    #: them (``alternate_input_<i>``/``alternate_output_<i>``; Cortex-M programs of this armgen).
+    alternate_inputs: tuple[np.ndarray, ...] | None = None
+    alternate_outputs: tuple[np.ndarray, ...] | None = None
+
+
+#: The seed of :func:`alternate_inputs` (the run stage's second input).
+ALTERNATE_SEED = 7
+
+
+def alternate_inputs(infos: Sequence[TensorInfo], seed: int = ALTERNATE_SEED) -> list[np.ndarray]:
+    """A second deterministic input (seeded uniform over each input dtype's range; float inputs
+    standard normal), logical shapes.
+
+    Used to check the outputs change with the input (a firmware that ignores its input, or a
+    model that returns a constant, proves nothing). The compile stage saves its reference outputs
+    so that ``armgen run`` need not load the program to check them.
+
+    Raises:
+        ModelError: an input dtype armgen does not exchange with firmware.
+    """
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for info in infos:
+        try:
+            dtype = numpy_dtype(info.dtype)
+        except KeyError:
+            raise ModelError(f"program {info.dtype} I/O is not supported") from None
+        if np.issubdtype(dtype, np.integer):
+            lim = np.iinfo(dtype)
+            arrays.append(rng.integers(lim.min, lim.max, size=info.shape, endpoint=True).astype(dtype))
+        else:
+            arrays.append(rng.standard_normal(info.shape).astype(dtype))
+    return arrays
 
 
 #: Warning when the reference is the quantized model rather than the lowered program.
@@ -45,6 +88,44 @@ ARITHMETIC_WARNING = (
     "CMSIS-NN's integer arithmetic can differ from it by more than the {tol:g} LSB tolerance "
     "(up to 7 LSB measured on kws), so a mismatch may be arithmetic, not a firmware fault"
 )
+
+
+def alternate_reference_arrays(lowered: Any, report: ProgramReport) -> dict[str, np.ndarray]:
+    """The reference ``.npz`` entries ``alternate_input_<i>``/``alternate_output_<i>``: the run stage's
+    second input (:func:`alternate_inputs`) and the lowered program's outputs for it, in memory order,
+    so that ``armgen run`` checks it without loading the program (10-30 s on this machine).
+
+    Args:
+        lowered: the lowered edge program (``cortex_m::`` ops registered, as the compile stage has it).
+        report: its program report. Programs whose I/O is not all int8 get no entries (the run
+            stage computes theirs).
+
+    Raises:
+        ModelError: the lowered program fails on the host.
+    """
+    if any(t.dtype != "int8" for t in (*report.inputs, *report.outputs)):
+        return {}
+    import torch
+
+    from armgen.model.lowered_program import exact_integer_convolution
+
+    alt = alternate_inputs(report.inputs)
+    args = [with_dim_order(torch.from_numpy(np.ascontiguousarray(a)), t.dim_order)
+            for a, t in zip(alt, report.inputs, strict=True)]
+    try:
+        with torch.no_grad(), exact_integer_convolution():
+            out = lowered.module()(*args)
+    except Exception as exc:  # noqa: BLE001 - any failure here is one line for the user
+        raise ModelError(f"the lowered program fails on the second input: {type(exc).__name__}: {exc}") from None
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    arrays = {f"alternate_input_{t.index}": to_memory_order(a, t.dim_order)
+              for a, t in zip(alt, report.inputs, strict=True)}
+    for t, y in zip(report.outputs, outs, strict=False):
+        value = np.asarray(y.detach().contiguous().numpy())
+        if not np.issubdtype(value.dtype, np.integer):
+            return {}  # a program that dequantizes its outputs itself: the run stage computes them
+        arrays[f"alternate_output_{t.index}"] = to_memory_order(value.astype(np.int8), t.dim_order)
+    return arrays
 
 
 def _artifact(report_dir: Path, name: str) -> Path:
@@ -92,9 +173,14 @@ def load_reference(report: ProgramReport, report_dir: Path) -> Reference | None:
             kind = (
                 str(np.asarray(npz["reference_kind"]).reshape(-1)[0]) if "reference_kind" in npz else "quantized_model"
             )
+            alt_in = alt_out = None
+            if all(f"alternate_input_{t.index}" in npz for t in report.inputs) and all(
+                    f"alternate_output_{t.index}" in npz for t in report.outputs):
+                alt_in = tuple(_logical(np.asarray(npz[f"alternate_input_{t.index}"]), t) for t in report.inputs)
+                alt_out = tuple(_logical(np.asarray(npz[f"alternate_output_{t.index}"]), t) for t in report.outputs)
     except (OSError, KeyError, ValueError) as exc:
         raise ModelError(f"cannot read the reference {path}: {exc}") from None
-    return Reference(inputs, outputs, str(path), kind)
+    return Reference(inputs, outputs, str(path), kind, alt_in, alt_out)
 
 
 def reference_program(report: ProgramReport, report_dir: Path) -> tuple[Path, str]:
@@ -115,10 +201,29 @@ def reference_program(report: ProgramReport, report_dir: Path) -> tuple[Path, st
     raise ModelError("the program report names no saved program to compute a reference with")
 
 
+def _cache_key(path: Path, kind: str, inputs: Sequence[np.ndarray]) -> str:
+    """SHA-256 over what decides a reference: armgen's version, the saved program's bytes and kind,
+    and each input's dtype, shape and bytes."""
+    from armgen import __version__
+
+    digest = hashlib.sha256(f"{__version__}\0{kind}\0".encode())
+    digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for arr in inputs:
+        arr = np.ascontiguousarray(arr)
+        digest.update(f"{arr.dtype.str}{arr.shape}".encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()
+
+
 def reference_outputs(
-    report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray]
+    report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray], *, cache_dir: Path | None = None
 ) -> tuple[np.ndarray, ...]:
     """Run the program the compile stage saved (see :func:`reference_program`) on ``inputs``.
+
+    With ``cache_dir``, outputs are kept there (``reference-<sha256>.npz``, keyed on armgen's
+    version, the saved program's bytes and the inputs) and read back on the next call with the same
+    key: loading the lowered program imports ExecuTorch's ``cortex_m`` ops, 10-17 s of a repeated
+    ``armgen run`` on this machine, so a run that changed nothing skips it.
 
     The host cannot run the ``.pte`` (the pip runtime has no ``cortex_m::`` kernels), so the
     reference is the saved lowered edge program (``report.files["lowered_program"]``, run with
@@ -137,6 +242,25 @@ def reference_outputs(
         ModelError: no saved program, or it cannot be loaded or run.
     """
     path, kind = reference_program(report, report_dir)
+    cached = None
+    if cache_dir is not None and path.is_file():
+        cached = Path(cache_dir) / f"reference-{_cache_key(path, kind, inputs)}.npz"
+        if cached.is_file():
+            with contextlib.suppress(Exception), np.load(cached) as kept:
+                return tuple(kept[f"output_{i}"] for i in range(len(kept.files)))
+    outputs = _run_saved_program(report, path, kind, inputs)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp.npz")
+        np.savez(tmp, **{f"output_{i}": o for i, o in enumerate(outputs)})
+        os.replace(tmp, cached)
+    return outputs
+
+
+def _run_saved_program(
+    report: ProgramReport, path: Path, kind: str, inputs: Sequence[np.ndarray]
+) -> tuple[np.ndarray, ...]:
+    """:func:`reference_outputs` without its cache: load the saved program and run it."""
     what = "lowered program" if kind == "lowered_cortex_m" else "quantized program"
     try:
         import torch
