@@ -83,11 +83,14 @@ def test_every_board_loads_and_is_consistent(name):
     for a, c in zip(b.regions, b.regions[1:]):
         assert a.base + a.size <= c.base
     assert all(0 <= r.reserved <= r.size for r in b.regions)
-    # budgets are what the module docstring promises
+    # budgets are stated in the file with their reason, within what the regions offer, and exclude
+    # external memory (a budget that counts a DDR window cannot be exceeded)
     flash = sum(r.usable for r in b.regions if not r.volatile and r.uses & {"code", "rodata", "model"})
     ram = sum(r.usable for r in b.regions if r.volatile and r.uses & {"data", "pools", "stack"})
-    assert (b.budgets.flash, b.budgets.ram) == (flash, ram)
-    assert b.budgets.flash > 0 and b.budgets.ram > 0
+    assert 0 < b.budgets.flash <= flash and 0 < b.budgets.ram <= ram
+    assert b.budgets.reason
+    on_chip = sum(r.usable for r in b.regions if r.volatile and r.kind != "ddr" and r.uses & {"data", "pools", "stack"})
+    assert b.budgets.ram <= on_chip, (b.budgets.ram, on_chip)
     # every board has a QEMU stand-in that is itself a QEMU board
     assert b.emulator is not None
     stand_in = load_board(b.emulator.board)
@@ -263,7 +266,9 @@ def test_cpu_flags():
     assert flags("qemu_mps2_an385") == ("cortex-m3", None, "soft", "cortex-m3")
     stm = load_board("stm32f4_disco")
     assert stm.zephyr.hal_modules == ("hal_stm32",)
-    assert stm.budgets == type(stm.budgets)(flash=1 * MiB, ram=192 * KiB)
+    assert (stm.budgets.flash, stm.budgets.ram) == (1 * MiB, 192 * KiB)
+    an547 = load_board("qemu_mps3_an547")  # DTCM + ISRAM; its 256 MiB DDR window is not a budget
+    assert an547.budgets.ram == 4608 * KiB and "DDR" in an547.budgets.reason
     assert stm.emulator.board == "qemu_mps2_an386"
     assert load_board("nucleo_h743zi").emulator.board == "qemu_mps2_an500"
 
@@ -321,6 +326,7 @@ def test_user_board_copied_and_edited_is_accepted_by_path(tmp_path):
     path = copy_board(tmp_path, "stm32f4_disco", "my_f4")
     edit(path, "description: ST STM32F4DISCOVERY", "description: my custom F4 board")
     edit(path, "    size: 1 MiB\n", "    size: 512 KiB\n")
+    edit(path, "  flash: 1 MiB\n", "  flash: 512 KiB\n")
     edit(path, "  clock_hz: 168000000", "  clock_hz: 100000000")
     res = run_cli("boards", "show", str(path), "--json")
     assert res.exit_code == 0, res.output
@@ -480,17 +486,22 @@ def test_reserved_larger_than_region(tmp_path):
 
 def test_budget_larger_than_its_regions(tmp_path):
     path = copy_board(tmp_path, "stm32f4_disco")
-    path.write_text(path.read_text() + "budgets:\n  flash: 2 MiB\n")
+    edit(path, "  flash: 1 MiB\n", "  flash: 2 MiB\n")
     assert_cli_error(
         ["boards", "show", str(path)],
         "budgets.flash (2097152 bytes) is larger than the flash regions offer (1048576 bytes)",
     )
     path = copy_board(tmp_path, "stm32f4_disco", "b2")
-    path.write_text(path.read_text() + "budgets:\n  flash: 1 MiB\n  ram: 200 KiB\n")
+    edit(path, "  ram: 192 KiB\n", "  ram: 200 KiB\n")
     assert_cli_error(["boards", "show", str(path)], "budgets.ram (204800 bytes) is larger than the RAM regions offer (196608 bytes)")
     path = copy_board(tmp_path, "stm32f4_disco", "b3")
-    path.write_text(path.read_text() + "budgets:\n  flash: 768 KiB\n")
+    edit(path, "  flash: 1 MiB\n", "  flash: 768 KiB\n")
     assert load_board(path).budgets.flash == 768 * KiB  # a smaller budget is fine
+    path = copy_board(tmp_path, "qemu_mps3_an547", "b4")  # a user's file without budgets: derived, DDR left out
+    text = path.read_text()
+    path.write_text(text[: text.index("budgets:")])
+    derived = load_board(path).budgets
+    assert (derived.flash, derived.ram) == (512 * KiB, 4608 * KiB) and "ddr" in derived.reason
 
 
 def test_unknown_vela_accelerator(tmp_path):

@@ -13,11 +13,16 @@ Loading (:func:`load_board`) runs in two steps:
    be a QEMU board; ``zephyr.devicetree`` (schema_version 2) must name the board's own Zephyr
    targets and regions.
 
-Budgets (bytes), when a board file does not give them, are derived from the regions:
+Budgets (bytes) are stated by every built-in board file (``budgets: flash, ram, reason``; a user's
+file may leave them out, then flash counts every flash region and RAM the on-chip RAM regions), at
+most what the regions offer (:func:`default_budgets`):
 
-* ``flash`` = sum of ``usable`` (size - reserved) over non-volatile regions (kind flash or mram)
+* ``flash`` <= sum of ``usable`` (size - reserved) over non-volatile regions (kind flash or mram)
   that may hold ``code``, ``rodata`` or ``model``;
-* ``ram`` = sum of ``usable`` over volatile regions that may hold ``data``, ``pools`` or ``stack``.
+* ``ram`` <= sum of ``usable`` over volatile regions that may hold ``data``, ``pools`` or ``stack``.
+
+The built-in boards leave external memory windows (kind ``ddr``) out of ``ram``: a budget that
+counts 256 MiB of DDR cannot be exceeded, so it checks nothing.
 
 QEMU machines (and the Corstone FVPs) have no flash: the simulator loads the image into RAM. Their
 code RAM (an385/an386/an500 code SSRAM, an547/Corstone-300 ITCM, Corstone-320 BROM/ISRAM) is

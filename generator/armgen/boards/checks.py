@@ -249,22 +249,27 @@ def check_devicetree(zephyr: ZephyrTarget, regions: tuple[MemoryRegion, ...], so
 
 
 def default_budgets(regions: tuple[MemoryRegion, ...]) -> Budgets:
-    """Budgets derived from regions (bytes): see the module docstring for the rule."""
+    """The most the regions offer (bytes), the upper limit of a board's budgets: see the module docstring."""
     flash = sum(r.usable for r in regions if not r.volatile and _CODE_USES & r.uses)
     ram = sum(r.usable for r in regions if r.volatile and _RAM_USES & r.uses)
     return Budgets(flash=flash, ram=ram)
 
 
 def check_budgets(raw: dict[str, Any] | None, regions: tuple[MemoryRegion, ...], source: str) -> Budgets:
-    """The board's budgets in bytes: the ``budgets:`` given, else :func:`default_budgets`.
+    """The board's budgets in bytes: what the file's ``budgets:`` states (flash, ram and the reason;
+    every built-in board states all three); a value it leaves out is derived from the regions (flash:
+    all flash regions; RAM: the on-chip RAM regions, external memory of kind ``ddr`` left out, as a
+    budget that counts a 256 MiB DDR window cannot be exceeded). Neither may exceed what the regions
+    offer (:func:`default_budgets`).
 
     Raises:
         BoardError: a budget larger than the regions offer, or not a size.
     """
     limit = default_budgets(regions)
     raw = raw or {}
+    on_chip = sum(r.usable for r in regions if r.volatile and r.kind != "ddr" and _RAM_USES & r.uses)
     flash = size_field(raw["flash"], source, "budgets.flash") if "flash" in raw else limit.flash
-    ram = size_field(raw["ram"], source, "budgets.ram") if "ram" in raw else limit.ram
+    ram = size_field(raw["ram"], source, "budgets.ram") if "ram" in raw else on_chip
     if flash > limit.flash:
         raise BoardError(
             f"{source}: budgets.flash ({flash} bytes) is larger than the flash regions offer ({limit.flash} bytes)",
@@ -275,4 +280,7 @@ def check_budgets(raw: dict[str, Any] | None, regions: tuple[MemoryRegion, ...],
             f"{source}: budgets.ram ({ram} bytes) is larger than the RAM regions offer ({limit.ram} bytes)",
             hint="RAM regions = volatile kinds that may hold data, pools or stack, less their reserved bytes",
         )
-    return Budgets(flash=flash, ram=ram)
+    reason = str(raw.get("reason") or "").strip() or (
+        "derived from the regions: flash regions that may hold code, rodata or model; RAM regions that may "
+        "hold data, pools or stack, external memory (kind ddr) left out")
+    return Budgets(flash=flash, ram=ram, reason=reason)

@@ -264,10 +264,15 @@ class Emulator:
 
 @dataclass(frozen=True)
 class Budgets:
-    """Default size limits in bytes (region sizes less reserved areas unless stated)."""
+    """The image's size limits in bytes, as the board file states them (``budgets:``), and why.
+
+    ``reason`` says which regions count and which do not (e.g. a DDR window left out: a budget that
+    counts 256 MiB of external memory cannot be exceeded, so it checks nothing).
+    """
 
     flash: int
     ram: int
+    reason: str = ""
 
 
 @dataclass(frozen=True)

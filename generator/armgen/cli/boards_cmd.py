@@ -9,11 +9,10 @@ import json
 
 import click
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.table import Table
 
 from armgen.boards import Board, board_aliases, board_to_dict, list_boards, load_board
-from armgen.cli._console import out_console
+from armgen.cli._console import out_console, print_table
 from armgen.cli.group import main
 
 
@@ -29,20 +28,6 @@ def _bytes(n: int) -> str:
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n} B"
-
-
-def _print_table(table: Table) -> None:
-    """Print a table at its natural width (never truncated to the terminal's width)."""
-    width = Measurement.get(out_console, out_console.options.update_width(100_000), table).maximum
-    if width <= out_console.width:
-        out_console.print(table)
-        return
-    saved = out_console._width  # None = follow the terminal; restored below
-    try:
-        out_console.width = width
-        out_console.print(table)
-    finally:
-        out_console._width = saved
 
 
 def _say(text: str) -> None:
@@ -68,6 +53,7 @@ def _summary(board: Board, aliases: list[str]) -> dict[str, object]:
         "npu": board.npu.vela_accelerator if board.npu else None,
         "flash_bytes": board.budgets.flash,
         "ram_bytes": board.budgets.ram,
+        "budget_reason": board.budgets.reason,
         "zephyr_targets": dict(board.zephyr.targets) if board.zephyr else None,
         "emulator": board.emulator.board if board.emulator else None,
     }
@@ -105,7 +91,7 @@ def boards(ctx: click.Context, as_json: bool) -> None:
             "\n".join(f"{rel}: {tg}" for rel, tg in b.zephyr.targets) if b.zephyr else "-",
             b.emulator.board if b.emulator else "-",
         )
-    _print_table(table)
+    print_table(table)
 
 
 @boards.command("show")
@@ -136,6 +122,7 @@ def show(board: str, as_json: bool) -> None:
         _say("  npu        none")
     flash, ram = b.budgets.flash, b.budgets.ram
     _say(f"  budgets    flash {_bytes(flash)} ({flash} B), RAM {_bytes(ram)} ({ram} B)")
+    _say(f"             {b.budgets.reason}")
     if b.zephyr:
         z = b.zephyr
         targets = ", ".join(f"{tg} (Zephyr {rel})" for rel, tg in z.targets)
@@ -177,7 +164,7 @@ def show(board: str, as_json: bool) -> None:
             f"{r.npu_address:#010x}" if r.npu_address is not None else ("not reachable" if b.npu else "-"),
             ", ".join(u for u in ("code", "rodata", "model", "data", "pools", "stack") if u in r.uses) or "(none)",
         )
-    _print_table(table)
+    print_table(table)
     notes = [f"{r.name}: {r.note}" for r in b.regions if r.note]
     for note in notes:
         _say(f"  note  {note}")
