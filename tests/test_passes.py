@@ -78,6 +78,10 @@ def test_conv1d_kws_compiles_to_cmsis_nn_int8(tmp_path):
     assert not any(op.startswith(("aten::convolution", "aten::relu", "aten::mean")) for op in ops), ops
     assert not any(lib == "portable" and "quantize" in op for op, lib in ops.items())
     assert report.pte_size < 40_000  # int8 weights (the float program was 88 KB)
+    # the converted ops keep their layer's name in the placement table (they were all "-")
+    layers = {r.layer for r in report.placement if r.op.startswith("cortex_m::quantized_conv2d")}
+    assert layers == {"conv1", "conv2"}, layers
+    assert {r.layer for r in report.placement if "avg_pool" in r.op} == {"pool"}
 
 
 def _run_bit_exact(tmp_path, name: str, board: str, *model: str) -> dict:
@@ -206,3 +210,48 @@ def test_trailing_pads_are_folded_into_the_convolutions(tmp_path):
     assert (x, stride, padding) == ([1, 3, 96, 96], [2, 2], [0, 0])
     lowered = load_lowered_program(result.files["lowered_program"])
     assert sum("cortex_m.pad" in str(n.target) for n in lowered.graph.nodes) >= 5
+
+
+LAYER_NORM_MODEL = """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.norm = nn.LayerNorm(32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x):
+        return self.fc2(self.norm(self.fc1(x)))
+
+
+torch.manual_seed(0)
+model = Net().eval()
+example_inputs = (torch.randn(1, 16),)
+"""
+
+
+@pytest.mark.slow
+def test_float_layer_norm_has_its_dtype_and_a_warning(tmp_path):
+    """native_layer_norm returns three tensors; its row had dtype "-" and so no float-fallback warning.
+    The (de)quantize rows at the program's edges are not called CMSIS-NN."""
+    from armgen.cli.compile_cmd import placement_table
+    from armgen.model.compile import compile_model
+    from armgen.model.placement import float_fallback_warnings
+    from rich.console import Console
+
+    source = tmp_path / "ln.py"
+    source.write_text(LAYER_NORM_MODEL)
+    report = compile_model(str(source), "cortex-m55", out_dir=tmp_path / "out").report
+    norm = [r for r in report.placement if "layer_norm" in r.op]
+    assert norm and all(r.dtype == "float32" and r.library == "portable" for r in norm), norm
+    warnings = float_fallback_warnings(report)
+    assert any("layer 'norm'" in w and "layer_norm" in w for w in warnings), warnings
+    console = Console(width=300, record=True)
+    console.print(placement_table(report))
+    lines = console.export_text().splitlines()
+    conversions = [ln for ln in lines if "quantize_per_tensor" in ln]
+    assert conversions and all("CMSIS-NN" not in ln and "int8 <-> float" in ln for ln in conversions), conversions

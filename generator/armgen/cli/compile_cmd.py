@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from armgen.cli._console import err_console, out_console
+from armgen.cli._console import err_console, out_console, print_table
 from armgen.cli.group import main
 from armgen.model.program_report import ProgramReport
 
@@ -54,6 +53,12 @@ LIBRARY_MEANING = {
 }
 
 
+#: cortex_m ops that convert between float and int8 at the program's edges (ExecuTorch's
+#: backends/cortex_m/ops/op_quantize_per_tensor.cpp and op_dequantize_per_tensor.cpp at cff6f4dd32:
+#: C++ loops, MVE-vectorised, no CMSIS-NN call), so the table does not say "CMSIS-NN int8" beside their float32 dtype.
+CORTEX_M_CONVERSIONS = frozenset({"cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"})
+
+
 def placement_table(report: ProgramReport) -> Table:
     """Where each call of the program runs: layer, op, kernel library, dtype, MACs and their share."""
     total = sum(r.macs for r in report.placement) or 1
@@ -64,6 +69,8 @@ def placement_table(report: ProgramReport) -> Table:
         runs = LIBRARY_MEANING.get(r.library, r.library)
         if r.library == "portable" and r.dtype.startswith("float"):
             runs = "portable FLOAT"
+        elif r.library == "cortex_m" and r.op in CORTEX_M_CONVERSIONS:
+            runs = "int8 <-> float"  # ExecuTorch's cortex_m (de)quantize kernels, not CMSIS-NN
         tab.add_row(str(r.index), r.layer or "-", r.op, runs, r.dtype or "-", f"{r.macs:,}" if r.macs else "-",
                     f"{r.macs / total:.1%}" if r.macs else "-")
     return tab
@@ -72,13 +79,11 @@ def placement_table(report: ProgramReport) -> Table:
 def _print_report(report: ProgramReport) -> None:
     """Print a report as rich tables on stdout (same content as the JSON).
 
-    When stdout is not a terminal the tables are laid out 200 columns wide, so that piped
-    output keeps every value on one line.
+    Tables are printed at their natural width (:func:`armgen.cli._console.print_table`), so that
+    piped output keeps every value on one line.
     """
-    console = out_console if out_console.is_terminal else Console(width=200, highlight=False)
-
     def show(table: Table) -> None:
-        console.print(table)
+        print_table(table)
 
     summary = Table(title=f"program {report.name}", show_header=False, title_justify="left")
     summary.add_column("field")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from armgen.cli._console import err_console, out_console
+from armgen.cli._console import err_console, print_table
 from armgen.cli.group import main
 
 
@@ -99,11 +99,11 @@ def new_cmd(
     table.add_row(".pte", f"{report.pte_size:,}", spec.model_region, ".armgen_model")
     table.add_row("stack", f"{spec.stack_size:,}" + (" (auto: sized by armgen build)" if spec.stack_auto else ""),
                   spec.stack_region, ".stack")
-    out_console.print(table)
+    print_table(table)
     if report.placement:
         from armgen.cli.compile_cmd import placement_table
 
-        out_console.print(placement_table(report))
+        print_table(placement_table(report))
     _say(f"operators: {', '.join(spec.selected_operators) or 'none (all delegated)'}")
     fe = spec.frontend
     if fe is not None:

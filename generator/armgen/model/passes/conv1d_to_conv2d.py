@@ -103,9 +103,11 @@ class _Rewriter:
                 continue
             if node.target != aten.conv1d.default and not (node.args and node.args[0] in self.four):
                 continue  # only ops that follow a converted convolution move to 4-D
+            before = set(self.graph.nodes)
             new = rule(node)
             if new is not None and new is not node:
                 self._leave(node, new)
+            _inherit_layer(node, [n for n in self.graph.nodes if n not in before and n.op == "call_function"])
         self.graph.eliminate_dead_code()
         self._drop_unused_weights()
         self.graph.lint()
@@ -220,6 +222,20 @@ class _Rewriter:
         with self.graph.inserting_before(node):
             return self.graph.call_function(aten.mean.dim, (self._in4(node.args[0]), [2, 3] if not keepdim else [3],
                                                             keepdim))
+
+
+#: What a node made in place of another keeps of its metadata: the module it came from (the placement
+#: table's layer column, from ``nn_module_stack``), its source function and its stack trace.
+_LAYER_META = ("nn_module_stack", "source_fn_stack", "stack_trace")
+
+
+def _inherit_layer(old: Node, made: list[Node]) -> None:
+    """Give each node made for ``old`` (its 4-D op, layout clones, squeeze) ``old``'s layer metadata,
+    so the re-export and the placement table name the layer (without it, the table said "-")."""
+    for node in made:
+        for key in _LAYER_META:
+            if key in old.meta and key not in node.meta:
+                node.meta[key] = old.meta[key]
 
 
 def _target(node: Node) -> Callable[..., Any]:
