@@ -87,7 +87,7 @@ def plan_placement(
             idx = [i for i in dict.fromkeys(args.args) if type(values[i].val).__name__ == "Tensor"]
             tensors = [values[i].val for i in idx]
             out = values[args.args[-1]].val if args.args and args.args[-1] in idx else None
-            last = values[args.args[-1]].val if args.args else None
+            last: Any = values[args.args[-1]].val if args.args else None
             if out is None and type(last).__name__ == "TensorList" and list(last.items):
                 # several outputs (native_layer_norm.out: out, mean, rstd) return a list: the first is the result
                 out = values[list(last.items)[0]].val
