@@ -305,3 +305,34 @@ def _png_pixels(path: Path) -> bytes:
     # the filtered rows (RGB or RGBA, 8 bit, as Chromium writes): a blank page filters to a few byte values
     stride = 1 + width * (4 if data[25] == 6 else 3)
     return b"".join(raw[i * stride + 1:(i + 1) * stride] for i in range(len(raw) // stride))
+
+
+def test_kconfig_changes_are_listed_without_bytes(tmp_path: Path) -> None:
+    from armgen.firmware.size.causes import config_changes
+    from armgen.firmware.size.project_facts import read_kconfig
+
+    (tmp_path / "a").write_text('CONFIG_MAIN_STACK_SIZE=2048\n# CONFIG_FPU is not set\nCONFIG_BOARD="mps3"\n')
+    (tmp_path / "b").write_text('CONFIG_MAIN_STACK_SIZE=4096\nCONFIG_FPU=y\nCONFIG_BOARD="mps3"\nCONFIG_NEW=1\n')
+    a, b = read_kconfig(tmp_path / "a"), read_kconfig(tmp_path / "b")
+    assert a == {"CONFIG_BOARD": '"mps3"', "CONFIG_FPU": "n", "CONFIG_MAIN_STACK_SIZE": "2048"}
+    changes = config_changes({"project": {"kconfig": a}}, {"project": {"kconfig": b}})
+    assert [(c.symbol, c.old, c.new) for c in changes] == [
+        ("CONFIG_FPU", "n", "y"), ("CONFIG_MAIN_STACK_SIZE", "2048", "4096"), ("CONFIG_NEW", None, "1")]
+    assert read_kconfig(tmp_path / "missing") is None
+
+
+def test_record_writes_growth_budgets_as_tables(tmp_path: Path) -> None:
+    """`armgen new --force` carries [budgets] (with [budgets.growth]) into the new armgen.toml: the record
+    writes nested tables back as TOML that reads the same."""
+    import tomllib
+
+    from armgen.pipeline import _user_budgets
+    from armgen.project.record import ProjectRecord
+
+    budgets = {"flash": 524288, "ram": "64 KiB", "components": {"model": "40 KiB"},
+               "growth": {"flash": "1 KiB", "components": {"model": "5 %"}, "regions": {"DTCM": "512 B"}}}
+    text = ProjectRecord(root=tmp_path, name="p", budgets=budgets).to_toml()
+    assert tomllib.loads(text.decode())["budgets"] == budgets
+    (tmp_path / "armgen.toml").write_bytes(text)
+    assert _user_budgets(tmp_path) == budgets
+    assert _user_budgets(tmp_path / "none") is None

@@ -250,6 +250,13 @@ def _load_base(base: Path, board_spec: str | None, old_map: Path | None) -> dict
     return report.to_dict()
 
 
+def _base_label(base: Path) -> str:
+    """What BASE is, for the report: ``project P``, ``ELF E`` or ``report R``."""
+    if base.is_dir():
+        return f"project {base}"
+    return f"ELF {base}" if is_elf(base) else f"report {base}"
+
+
 def _render(doc: dict[str, Any], fmt: str, report: ElfSizeReport, comparison: SizeComparison | None) -> str | None:
     """The document in ``fmt`` (None for text, which prints tables itself)."""
     if fmt == "json":
@@ -364,7 +371,8 @@ def size_command(target: Path, budget_file: Path | None, fmt: str | None, as_jso
         growth["skipped"] = (f"no baseline ({baseline_path or 'no project'}); "
                              "write one with armgen size --write-baseline")
     compare_with = base_doc if base_doc is not None else baseline_doc
-    comparison = compare_dicts(compare_with, new, top) if compare_with is not None else None
+    label = (_base_label(base) if base is not None else f"the baseline {baseline_path}")
+    comparison = compare_dicts(compare_with, new, top, label) if compare_with is not None else None
     svg_written = _write_svg(Path(report.elf), report)
     doc: dict[str, Any] = {
         "report": new,

@@ -47,6 +47,8 @@ class SizeComparison:
         precedence of :func:`armgen.firmware.size.causes.find_causes`; ``unexplained`` is the rest, so
         ``sum(causes) + unexplained == flash.delta`` (and the same for RAM).
         config: Zephyr Kconfig symbols whose values differ (no bytes of their own).
+        base: what the old side is, for people (``baseline size-baseline.json``, ``project ../main``);
+            the old ELF's path when not given.
         notes: sentences about what was not compared. Components are compared only when both reports
         found them the same way (``attribution``: map, DWARF or symbols); otherwise both component
         tuples are empty and a note says why, instead of deltas between two different methods
@@ -68,6 +70,7 @@ class SizeComparison:
     unexplained: Cause | None = None
     config: tuple[ConfigChange, ...] = ()
     top: int = DEFAULT_TOP_SYMBOLS
+    base: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -77,6 +80,7 @@ class SizeComparison:
 
         unexplained = self.unexplained or Cause("unexplained", "unexplained", 0, 0)
         return {
+            "base": self.base or self.old_elf,
             "old_elf": self.old_elf,
             "new_elf": self.new_elf,
             "flash": d(self.flash),
@@ -120,7 +124,8 @@ def check_same_target(old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
                         hint="pass --allow-different-board to compare them anyway")
 
 
-def compare_dicts(old: Mapping[str, Any], new: Mapping[str, Any], top: int = DEFAULT_TOP_SYMBOLS) -> SizeComparison:
+def compare_dicts(old: Mapping[str, Any], new: Mapping[str, Any], top: int = DEFAULT_TOP_SYMBOLS,
+                  base: str = "") -> SizeComparison:
     """Deltas and causes between two report dicts (``new - old``, bytes).
 
     Components are compared only when both reports share their ``attribution`` (see
@@ -170,6 +175,7 @@ def compare_dicts(old: Mapping[str, Any], new: Mapping[str, Any], top: int = DEF
         unexplained=unexplained,
         config=config_changes(old, new),
         top=top,
+        base=base,
     )
 
 

@@ -127,7 +127,7 @@ def _compare(cmp: Mapping[str, Any]) -> str:
     causes = [(c["name"], _b(c["flash"], True), _b(c["ram"], True), c["detail"]) for c in cmp["causes"]]
     causes += [("unexplained", _b(u["flash"], True), _b(u["ram"], True), u["detail"]),
                ("total", _b(cmp["flash"]["delta"], True), _b(cmp["ram"]["delta"], True), "")]
-    out = [f"<h2>Causes (against {escape(cmp['old_elf'])})</h2>", _table(("cause", "flash", "RAM", "detail"), causes)]
+    out = [f"<h2>Causes (against {escape(cmp['base'])})</h2>", _table(("cause", "flash", "RAM", "detail"), causes)]
     comps = [(k, _b(v["new"]), _b(v["delta"], True), _b(cmp["components"]["ram"][k]["new"]),
               _b(cmp["components"]["ram"][k]["delta"], True)) for k, v in cmp["components"]["flash"].items()]
     if comps:

@@ -65,7 +65,7 @@ def verdict(doc: Mapping[str, Any]) -> str:
     tail = ""
     if cmp is not None:
         tail = (f", flash {_b(cmp['flash']['delta'], True)}, RAM {_b(cmp['ram']['delta'], True)} "
-                f"against {cmp['old_elf']}")
+                f"against {cmp['base']}")
     g = doc.get("growth")
     if g and g.get("skipped"):
         tail += f" (growth check skipped: {g['skipped']})"
