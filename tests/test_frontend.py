@@ -149,6 +149,7 @@ def test_kws_hears_espeak_words_on_qemu(board, tmp_path):
         assert rr.features_max_lsb <= 1 and all(o.max_lsb_diff == 0 for o in rr.outputs)
         assert rr.label == rr.host_label
         assert rr.frontend_instructions and rr.network_instructions
+        assert len(rr.quality) == 1 and rr.quality[0]["samples"] == 1  # against the float model on the host features
         heard[word] = rr.label
     weights = mlperf_dir()
     if weights is not None and (weights / "kws_ref_model_float32.tflite").is_file():

@@ -31,10 +31,11 @@ from armgen.firmware.console_protocol import parse_firmware_output
 from armgen.firmware.faults import check_run
 from armgen.firmware.host_io import output_array
 from armgen.firmware.qemu import SYSTICK_HZ, instructions_from_ticks, run_qemu
+from armgen.firmware.run import UNTRAINED_NOTE, quality_finding
 from armgen.firmware.run_report import LSB_TOLERANCE, Finding, OutputCheck, compare_outputs
 from armgen.model.frontend import MfccFrontend
 from armgen.model.program_report import ProgramReport
-from armgen.model.reference import reference_outputs
+from armgen.model.reference import float_model_outputs, reference_outputs
 from armgen.model.tensors import dequantize, quantize, to_logical_order
 
 #: Largest difference allowed between the firmware's and the host's int8 features (LSB of the
@@ -56,6 +57,8 @@ class AudioRunReport:
             top class of the lowered program on the host's own features.
         frontend_instructions / network_instructions: per stage (instructions, ``-icount shift=0``).
         findings, passed: as :class:`armgen.firmware.run_report.RunReport`.
+        quality: the firmware's outputs against the float model on the host's float features
+            (:mod:`armgen.model.quality` figures; empty when no float model was saved).
     """
 
     elf: str
@@ -72,6 +75,7 @@ class AudioRunReport:
     network_instructions: int | None
     findings: tuple[Finding, ...]
     passed: bool
+    quality: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``armgen run --json``)."""
@@ -163,6 +167,7 @@ def run_audio(
         raise RunError(f"no host reference for the network: {exc.message}") from exc
     checks, out_findings = compare_outputs(outs, ref, report.outputs)
     findings.extend(out_findings)
+    quality = _float_quality(report, report_dir, frontend, clip, checks, findings)
     label, score = top_class(outs[0], report, labels)
     host_label, _ = top_class(host_out, report, labels)
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
@@ -175,8 +180,27 @@ def run_audio(
         features_max_lsb=int(diff.max()), features_off=int((diff > 0).sum()), outputs=tuple(checks),
         label=label, score=score, host_label=host_label,
         frontend_instructions=instructions(log.frontend_ticks), network_instructions=instructions(log.ticks),
-        findings=tuple(findings), passed=not any(f.severity == "error" for f in findings),
+        findings=tuple(findings), passed=not any(f.severity == "error" for f in findings), quality=quality,
     )
+
+
+def _float_quality(report: ProgramReport, report_dir: Path, frontend: MfccFrontend, clip: np.ndarray,
+                   checks: list[OutputCheck], findings: list[Finding]) -> tuple[dict[str, Any], ...]:
+    """The firmware's outputs against the saved float model on the host's float features (appends the
+    finding that prints them, and the untrained-weights warning)."""
+    if report.untrained_weights:
+        findings.append(Finding("warning", "weights", UNTRAINED_NOTE))
+    floats = None
+    if report.files.get("float_program"):
+        try:
+            feats = np.asarray(frontend.features(clip), dtype=np.float32).reshape(report.inputs[0].shape)
+            floats = float_model_outputs(report, report_dir, [feats])
+        except ModelError as exc:
+            findings.append(Finding("warning", "int8 vs float", f"not measured: {exc.message}"))
+            return ()
+    quality, finding = quality_finding(report, checks, floats)
+    findings.append(finding)
+    return quality
 
 
 __all__ = ["FEATURE_TOLERANCE_LSB", "LSB_TOLERANCE", "AudioRunReport", "clip_for", "host_features", "run_audio",

@@ -196,10 +196,11 @@ def _float_outputs(
     return float_model_outputs(report, report_dir, inputs)
 
 
-def _quality_finding(
+def quality_finding(
     report: ProgramReport, checks: Sequence[OutputCheck], floats: tuple[np.ndarray, ...] | None
 ) -> tuple[tuple[dict, ...], Finding]:
-    """The firmware's outputs against the float model (the compile stage's figures, for this input)."""
+    """The firmware's outputs (``checks``, dequantized) against the float model's ``floats`` for the same
+    input: (the :mod:`armgen.model.quality` figures as JSON dicts, an info finding that prints them)."""
     if floats is None:
         return (), Finding("info", "int8 vs float", "no float model saved with this program: not measured")
     cand = [np.asarray(c.dequantized, dtype=np.float64).reshape(1, *info.shape)
@@ -373,8 +374,8 @@ def run_firmware(
     except ModelError as exc:
         floats = None
         findings.append(Finding("warning", "int8 vs float", f"not measured: {exc.message}"))
-    quality, quality_finding = _quality_finding(report, checks, floats)
-    findings.append(quality_finding)
+    quality, q_finding = quality_finding(report, checks, floats)
+    findings.append(q_finding)
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:
         alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings, floats,
