@@ -151,13 +151,25 @@ def _ram_table(report: ElfSizeReport) -> Table:
     return t
 
 
+def _cause_table(cmp: SizeComparison) -> Table:
+    t = Table(title=f"causes (against {cmp.base or cmp.old_elf})")
+    for col in ("cause", "flash", "RAM", "detail"):
+        t.add_column(col, justify="right" if col in ("flash", "RAM") else "left")
+    unexplained = cmp.unexplained
+    for c in (*cmp.causes, *((unexplained,) if unexplained is not None else ())):
+        _add_row(t, c.name, f"{c.flash:+,}", f"{c.ram:+,}", c.detail)
+    _add_row(t, "total", f"{cmp.flash.delta:+,}", f"{cmp.ram.delta:+,}", "", style="bold")
+    return t
+
+
 def _compare_tables(cmp: SizeComparison) -> list[Table]:
-    tables = []
+    tables = [_cause_table(cmp)]
     for title, rows in (
         ("component deltas, flash", cmp.components_flash),
         ("component deltas, RAM", cmp.components_ram),
         ("section deltas", cmp.sections),
         ("region deltas", cmp.regions),
+        (f"symbol deltas (top {cmp.top})", cmp.symbols),
     ):
         if not rows:
             continue
