@@ -93,7 +93,9 @@ def _manifest_copy_text(
         extra = yaml.safe_load(release_manifest(zephyr_release).read_text(encoding="utf-8"))["manifest"]
         names = {r["name"] for r in data["manifest"].get("remotes", [])}
         data["manifest"].setdefault("remotes", []).extend(r for r in extra.get("remotes", []) if r["name"] not in names)
-        data["manifest"]["projects"].extend(extra["projects"])
+        replaced = {p["name"]: p for p in extra["projects"]}  # as manifest_pins: same name replaces
+        base = [replaced.pop(p["name"], p) for p in data["manifest"]["projects"]]
+        data["manifest"]["projects"] = base + list(replaced.values())
     for proj in data["manifest"]["projects"]:
         name = proj["name"]
         if name in urls:  # active: fetched from here (remotes stay for the inactive ones)

@@ -180,7 +180,9 @@ def release_manifest(zephyr_release: str) -> Path:
 
 def manifest_pins(zephyr_release: str | None = None, manifest_path: Path = MANIFEST_PATH) -> tuple[ProjectPin, ...]:
     """The projects of armgen's manifest plus, with ``zephyr_release``, that release's Zephyr projects
-    (group ``zephyr``; :func:`release_manifest`).
+    (group ``zephyr``; :func:`release_manifest`). A release project named like a base one replaces it
+    in place (4.x's ``cmsis_6``: Zephyr's fork, a Zephyr module, instead of Arm's CMSIS_6, which has no
+    ``zephyr/module.yml``).
 
     Raises:
         WorkspaceError: a manifest is missing or malformed; an unknown release.
@@ -188,7 +190,9 @@ def manifest_pins(zephyr_release: str | None = None, manifest_path: Path = MANIF
     pins = load_manifest(manifest_path)
     if zephyr_release is None:
         return pins
-    return pins + load_manifest(release_manifest(zephyr_release))
+    extra = {p.name: p for p in load_manifest(release_manifest(zephyr_release))}
+    merged = tuple(extra.pop(p.name, p) for p in pins)
+    return merged + tuple(extra.values())
 
 
 def active_groups(zephyr: bool = False, benchmarks: bool = False) -> tuple[str, ...]:
