@@ -39,12 +39,32 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from armgen.boards import MemoryRegion
 
 def _zephyr_rom_read_only(sec: _RawSection, elf: _Elf) -> bool:
-    """A writable section that is read-only data in Zephyr's ROM group (see :data:`ZEPHYR_ROM_SECTIONS`)."""
+    """A writable section that is read-only data in Zephyr's ROM (see :data:`ZEPHYR_ROM_SECTIONS`), or
+    Zephyr 4.x's last-section identifier (:func:`_zephyr_last_section_id`)."""
     start = elf.linker_symbols.get("__rom_region_start")
     end = elf.linker_symbols.get("__rom_region_end")
     if start is None or end is None or sec.nobits or not sec.flags & _SHF_WRITE:
         return False
+    if _zephyr_last_section_id(sec, start, elf.linker_symbols.get("_flash_used")):
+        return True
     return start <= sec.vma and sec.vma + sec.size <= end and re.fullmatch(ZEPHYR_ROM_SECTIONS, sec.name) is not None
+
+
+def _zephyr_last_section_id(sec: _RawSection, rom_start: int, flash_used: int | None) -> bool:
+    """Zephyr 4.x's ``.last_section``: one 4-byte word, the last thing of the ROM image, never written.
+
+    ``CONFIG_LINKER_LAST_SECTION_ID`` (default y on Arm; Kconfig.zephyr) puts a non-const
+    ``uint32_t`` holding ``CONFIG_LINKER_LAST_SECTION_ID_PATTERN`` (0xE015E015) into ``.last_section``
+    (lib/utils/last_section_id.c), so the compiler marks it writable; the Cortex-M linker.ld links it last
+    into ROM, after the initialised-data image, so that ``_flash_used = LOADADDR(.last_section) +
+    SIZEOF(.last_section) - __rom_region_start`` is the image's true end even when the location counter
+    was only aligned (zephyr 4.1.99 snapshot 9a57e98e, and 4.4's Kconfig.zephyr / linker.ld). It is an
+    end marker read by tools, not data: it counts as read-only flash. Recognised only as exactly that
+    word: named ``.last_section``, at most 4 bytes, ending where ``_flash_used`` says the image ends.
+    """
+    if sec.name != ".last_section" or sec.size > 4 or flash_used is None:
+        return False
+    return sec.lma + sec.size == rom_start + flash_used
 
 
 def _role(sec: _RawSection, pool_sections: set[str], rom_read_only: bool = False) -> Role:

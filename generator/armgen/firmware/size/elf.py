@@ -43,8 +43,9 @@ class _Elf:
     linker_symbols: dict[str, int] = field(default_factory=dict)  # _LINKER_SYMBOLS -> value
 
 
-#: Untyped symbols the linker script defines that sizing reads: Zephyr's ROM group bounds (linker.ld).
-_LINKER_SYMBOLS = ("__rom_region_start", "__rom_region_end")
+#: Untyped symbols the linker script defines that sizing reads: Zephyr's ROM group bounds and its
+#: image size ``_flash_used`` (include/zephyr/arch/arm/cortex_m/scripts/linker.ld).
+_LINKER_SYMBOLS = ("__rom_region_start", "__rom_region_end", "_flash_used")
 
 
 def _open_elf(path: Path) -> _Elf:
