@@ -214,17 +214,20 @@ def test_corstone_facts():
     assert c320.npu.vela_accelerator == "ethos-u85-256"
     assert c320.emulator.board == "qemu_mps3_an547" and c320.emulator.qemu_cpu == "cortex-m55"
     assert "Cortex-M55" in c320.emulator.note
-    assert c320.zephyr.targets == (("4.4", "mps4/corstone320/fvp"),)
+    assert dict(c320.zephyr.targets) == {"4.4": "mps4/corstone320/fvp", "4.1": "mps4/corstone320/fvp"}
+    # Zephyr 4.x's mps4 relocates the vector table into ITCM (ROMSTART_RELOCATION_ROM); bare metal keeps it in BROM
+    assert c320.region("ITCM").uses == frozenset({"code"}) and c320.baremetal.vector_table == 0x11000000
 
 
 def test_zephyr_targets_per_release():
     """3.7 names the an547 board mps3/an547, 4.4 mps3/corstone300/an547 (zephyr v3.7.1 and v4.4.0
     boards/arm/mps3); mps2/an386 and an500 are not in 3.7.1 (its boards/arm/mps2 has an385, an521)."""
     an547 = load_board("qemu_mps3_an547")
-    assert dict(an547.zephyr.targets) == {"3.7": "mps3/an547", "4.4": "mps3/corstone300/an547"}
-    assert load_board("qemu_mps2_an386").zephyr.releases == ("4.4",)
+    assert dict(an547.zephyr.targets) == {"3.7": "mps3/an547", "4.1": "mps3/corstone300/an547",
+                                          "4.4": "mps3/corstone300/an547"}
+    assert load_board("qemu_mps2_an386").zephyr.releases == ("4.1", "4.4")
     for name in ("stm32f4_disco", "nucleo_f767zi", "nucleo_h743zi"):
-        assert load_board(name).zephyr.releases == ("3.7", "4.4")
+        assert load_board(name).zephyr.releases == ("3.7", "4.1", "4.4")
 
 
 def test_qemu_memory_maps_are_the_tested_layouts():

@@ -177,7 +177,7 @@ def test_unknown_release_is_one_line(tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--rtos", "zephyr", "--zephyr-release", "2.7",
                "--out", str(tmp_path))
     assert r.returncode == 2
-    assert "unknown Zephyr release '2.7' (armgen knows 4.4, 3.7)" in ANSI.sub("", r.stderr)
+    assert "unknown Zephyr release '2.7' (armgen knows 4.4, 4.1, 3.7)" in ANSI.sub("", r.stderr)
 
 
 def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):

@@ -8,6 +8,7 @@ workspace package, so the project stage reads it forward and the workspace needs
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,8 @@ class ZephyrRelease:
 
 @functools.cache
 def zephyr_releases(path: Path = RELEASES_PATH) -> tuple[tuple[str, ZephyrRelease], ...]:
-    """Every release of ``modules/zephyr/releases.yaml`` as ``(name, ZephyrRelease)``, default first.
+    """Every release of ``modules/zephyr/releases.yaml`` as ``(name, ZephyrRelease)``, default first, then
+    newest first.
 
     Raises:
         ProjectError: the file is missing or malformed.
@@ -57,7 +59,8 @@ def zephyr_releases(path: Path = RELEASES_PATH) -> tuple[tuple[str, ZephyrReleas
         }
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise ProjectError(f"{path}: not a Zephyr release list ({exc})") from exc
-    return tuple(sorted(out.items(), key=lambda kv: (kv[0] != default, kv[0])))
+    newest_first = sorted(out.items(), key=lambda kv: tuple(-int(n) for n in re.findall(r"\d+", kv[0])))
+    return tuple(sorted(newest_first, key=lambda kv: kv[0] != default))
 
 
 def default_release() -> str:
