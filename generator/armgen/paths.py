@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 
 
@@ -42,3 +43,30 @@ def workspace_dir() -> Path:
     """
     env = os.environ.get("ARMGEN_WORKSPACE")
     return Path(env).expanduser().resolve() if env else DEFAULT_WORKSPACE
+
+
+def zephyr_workspace_env(release: str) -> str:
+    """The environment variable naming the workspace of Zephyr release ``release``:
+    ``ARMGEN_WORKSPACE_ZEPHYR_4_4`` for ``"4.4"``."""
+    return "ARMGEN_WORKSPACE_ZEPHYR_" + re.sub(r"[^0-9A-Za-z]", "_", release).upper()
+
+
+def zephyr_default_workspace(release: str) -> Path:
+    """The default location of a workspace made for Zephyr ``release``:
+    ``~/.local/share/armgen/workspace-zephyr-<R>``."""
+    return DEFAULT_WORKSPACE.parent / f"workspace-zephyr-{release}"
+
+
+def zephyr_workspace_candidates(release: str) -> tuple[Path, ...]:
+    """Where the workspace of Zephyr release ``release`` may be, in the order armgen looks:
+    ``$ARMGEN_WORKSPACE_ZEPHYR_<R>`` (:func:`zephyr_workspace_env`), ``$ARMGEN_WORKSPACE``, the
+    release's own default ``~/.local/share/armgen/workspace-zephyr-<R>``, then :data:`DEFAULT_WORKSPACE`
+    (a workspace made before per-release locations, holding one release). Unset variables are left out.
+    A workspace holds one Zephyr release; these locations let several releases sit side by side.
+    """
+    out: list[Path] = []
+    for var in (zephyr_workspace_env(release), "ARMGEN_WORKSPACE"):
+        if os.environ.get(var):
+            out.append(Path(os.environ[var]).expanduser().resolve())
+    out += [zephyr_default_workspace(release), DEFAULT_WORKSPACE]
+    return tuple(dict.fromkeys(out))

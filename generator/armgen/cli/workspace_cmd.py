@@ -23,6 +23,7 @@ from armgen.workspace import (
     parse_revision_overrides,
     validate_mirror_template,
     workspace_status,
+    zephyr_init_dir,
 )
 
 
@@ -37,7 +38,9 @@ def _size(n: int) -> str:
 def workspace() -> None:
     """Pinned upstream sources (ExecuTorch, CMSIS-NN, CMSIS_6, Ethos-U driver, optional Zephyr) in a west
     workspace, from modules/west.yml. Default location: $ARMGEN_WORKSPACE, else
-    ~/.local/share/armgen/workspace."""
+    ~/.local/share/armgen/workspace; a Zephyr workspace: $ARMGEN_WORKSPACE_ZEPHYR_<R> (R = 4_4, 3_7),
+    else $ARMGEN_WORKSPACE, else ~/.local/share/armgen/workspace-zephyr-<R> (the default workspace when it
+    already holds that release)."""
 
 
 @workspace.command("init")
@@ -97,6 +100,8 @@ def init_cmd(
     overrides = parse_revision_overrides(revisions, pins)
     url_overrides = parse_revision_overrides(urls, pins, option="--url")
     start = time.monotonic()
+    if directory is None and zephyr:  # a Zephyr workspace per release (armgen.workspace.zephyr_init_dir)
+        directory = zephyr_init_dir(zephyr_release or default_release())
     result = init_workspace(
         directory,
         mirror=mirror,

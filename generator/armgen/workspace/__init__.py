@@ -66,21 +66,27 @@ from armgen.workspace.manifest import (
 from armgen.workspace.releases import RELEASES_PATH, ZephyrRelease, default_release, zephyr_release, zephyr_releases
 from armgen.workspace.status import (
     INIT_HINT,
+    OTHER_RELEASE_ENV,
     ProjectStatus,
     WorkspaceStatus,
     check_zephyr_workspace,
     find_workspace,
+    find_zephyr_workspace,
     workspace_status,
+    zephyr_init_dir,
+    zephyr_tree_version,
 )
 
 __all__ = [
-    "BENCHMARKS_GROUP", "INIT_HINT", "MANIFEST_DIR_NAME", "MANIFEST_PATH", "RELEASES_PATH", "REQUIRED_FILES",
+    "BENCHMARKS_GROUP", "INIT_HINT", "MANIFEST_DIR_NAME", "MANIFEST_PATH", "OTHER_RELEASE_ENV", "RELEASES_PATH",
+    "REQUIRED_FILES",
     "SPARSE_PATTERNS", "STATE_PATH", "STATE_SCHEMA_VERSION", "STUB_GROUP", "STUB_MARKER", "UPLOAD_PACK",
     "ZEPHYR_GROUP", "InitResult", "ProjectPin", "ProjectStatus", "Progress", "ResolvedRevision", "Workspace",
     "WorkspaceStatus", "ZephyrRelease", "active_groups", "check_file_identifier", "check_program_compatible",
-    "check_zephyr_workspace", "default_release", "find_workspace", "head_commit", "init_workspace",
+    "check_zephyr_workspace", "default_release", "find_workspace", "find_zephyr_workspace", "head_commit",
+    "init_workspace",
     "load_manifest", "manifest_pins", "owner_and_name", "parse_revision_overrides", "pip_executorch_version",
     "project_url", "read_pte_file_identifier", "release_manifest", "remote_refs", "resolve_revision",
     "select_projects", "validate_mirror_template", "version_warnings", "workspace_status", "zephyr_release",
-    "zephyr_releases",
+    "zephyr_init_dir", "zephyr_releases", "zephyr_tree_version",
 ]

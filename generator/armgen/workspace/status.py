@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from armgen.errors import WorkspaceError
-from armgen.paths import workspace_dir
+from armgen.paths import (
+    DEFAULT_WORKSPACE,
+    workspace_dir,
+    zephyr_default_workspace,
+    zephyr_workspace_candidates,
+    zephyr_workspace_env,
+)
 from armgen.workspace.compatibility import pip_executorch_version
 from armgen.workspace.git import HEX40, head_commit
 from armgen.workspace.layout import STATE_PATH, Workspace, read_state, state_zephyr_release
@@ -25,7 +32,7 @@ from armgen.workspace.manifest import (
     manifest_pins,
     select_projects,
 )
-from armgen.workspace.releases import default_release
+from armgen.workspace.releases import default_release, zephyr_release
 
 
 @dataclass(frozen=True)
@@ -228,12 +235,37 @@ def find_workspace(explicit: Path | None = None) -> Workspace:
     return Workspace(root)
 
 
-def check_zephyr_workspace(workspace: Workspace, release: str = "") -> None:
+#: Set to 1 to build a project of one Zephyr release against a workspace holding another release's tree
+#: (e.g. 4.4 applications against a 4.1 development tree): never silent, every build says so.
+OTHER_RELEASE_ENV = "ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE"
+
+
+def zephyr_tree_version(workspace: Workspace) -> str | None:
+    """The Zephyr tree's own version, ``MAJOR.MINOR.PATCHLEVEL`` from ``zephyr/VERSION`` (``4.1.99``);
+    None when the file is missing or unreadable."""
+    try:
+        text = (workspace.zephyr_dir / "VERSION").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    fields = dict(re.findall(r"^(VERSION_MAJOR|VERSION_MINOR|PATCHLEVEL)\s*=\s*(\d+)", text, re.MULTILINE))
+    if len(fields) != 3:
+        return None
+    return f"{fields['VERSION_MAJOR']}.{fields['VERSION_MINOR']}.{fields['PATCHLEVEL']}"
+
+
+def check_zephyr_workspace(workspace: Workspace, release: str = "") -> tuple[str, ...]:
     """Refuse a Zephyr build when the workspace has no Zephyr tree, or another release than the project's.
+
+    With ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1`` (:data:`OTHER_RELEASE_ENV`) another release's tree
+    is accepted, and the returned warning says "built against a tree of another release". A tree whose
+    ``VERSION`` differs from the release's tag (a development tree such as 4.1.99 for 4.1) is a warning too.
 
     Args:
         workspace: the workspace. release: the project's Zephyr release
             (``armgen.toml`` zephyr_release); empty skips the release check.
+
+    Returns:
+        warnings (one line each).
 
     Raises:
         WorkspaceError: ``no Zephyr in the workspace <root>`` / ``the workspace has Zephyr X, the project
@@ -247,10 +279,55 @@ def check_zephyr_workspace(workspace: Workspace, release: str = "") -> None:
             "mirror), or build it with plain `west build` in a west workspace made from the project's west.yml",
         )
     have = workspace.zephyr_release
+    tree = zephyr_tree_version(workspace)
+    warnings: list[str] = []
     if release and have and have != release:
-        raise WorkspaceError(
-            f"the workspace {workspace.root} has Zephyr {have}, the project is for Zephyr {release}",
-            hint=f"run: armgen workspace init --zephyr --zephyr-release {release} (one release per workspace; "
-            f"ARMGEN_WORKSPACE picks another), or regenerate the project with --zephyr-release {have} if its "
-            "board is in that release",
+        if os.environ.get(OTHER_RELEASE_ENV) != "1":
+            raise WorkspaceError(
+                f"the workspace {workspace.root} has Zephyr {have}, the project is for Zephyr {release}",
+                hint=f"run: armgen workspace init --zephyr --zephyr-release {release} (armgen keeps one workspace "
+                f"per release), or regenerate the project with --zephyr-release {have} if its board is in that "
+                f"release ({OTHER_RELEASE_ENV}=1 builds it against the other tree anyway, saying so)",
+            )
+        warnings.append(
+            f"built against a tree of another release: the project is for Zephyr {release}, the workspace "
+            f"{workspace.root} holds Zephyr {have} (tree {tree or 'of unknown version'}; {OTHER_RELEASE_ENV}=1)"
         )
+    elif have and tree:
+        tag = zephyr_release(have).tag.lstrip("v")
+        if tree != tag:
+            warnings.append(f"the workspace's Zephyr tree is {tree}, not the release v{tag} (a development tree)")
+    return tuple(warnings)
+
+
+def find_zephyr_workspace(release: str, explicit: Path | None = None) -> Path:
+    """The workspace root a Zephyr ``release`` project builds against, so that workspaces of several
+    releases can sit side by side without editing anything.
+
+    ``explicit`` when given; else the first of :func:`armgen.paths.zephyr_workspace_candidates`
+    (``$ARMGEN_WORKSPACE_ZEPHYR_<R>``, ``$ARMGEN_WORKSPACE``, ``~/.local/share/armgen/workspace-zephyr-<R>``,
+    ``~/.local/share/armgen/workspace``) whose record says it holds Zephyr ``release``; when none does,
+    ``$ARMGEN_WORKSPACE_ZEPHYR_<R>`` if set, else :func:`armgen.paths.workspace_dir` (whose check then
+    says what it holds instead). Never raises: the caller checks the workspace.
+    """
+    if explicit is not None:
+        return Path(explicit).expanduser().absolute()
+    for cand in zephyr_workspace_candidates(release):
+        if state_zephyr_release(read_state(cand)) == release:
+            return cand
+    env = os.environ.get(zephyr_workspace_env(release))
+    return Path(env).expanduser().absolute() if env else workspace_dir()
+
+
+def zephyr_init_dir(release: str) -> Path:
+    """Where ``armgen workspace init --zephyr --zephyr-release R`` without a directory puts the workspace:
+    ``$ARMGEN_WORKSPACE_ZEPHYR_<R>``, else ``$ARMGEN_WORKSPACE``, else the default workspace when it
+    already holds Zephyr ``release`` (brought up to the pins in place), else the release's own
+    ``~/.local/share/armgen/workspace-zephyr-<R>`` (so a second release never replaces the first).
+    """
+    for var in (zephyr_workspace_env(release), "ARMGEN_WORKSPACE"):
+        if os.environ.get(var):
+            return Path(os.environ[var]).expanduser().absolute()
+    if state_zephyr_release(read_state(DEFAULT_WORKSPACE)) == release:
+        return DEFAULT_WORKSPACE
+    return zephyr_default_workspace(release)
