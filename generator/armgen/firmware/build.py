@@ -461,6 +461,68 @@ def zephyr_libc_args(env: Mapping[str, str]) -> list[str]:
     return ["-DTOOLCHAIN_HAS_PICOLIBC=ON"]
 
 
+#: The wrapper :func:`_gcc_cpu_wrapper` writes: the real compiler with ``-mcpu=<core>`` changed to
+#: ``-mcpu=<gcc_mcpu>`` (modifiers such as ``+nomve.fp`` kept), every other argument as given.
+_GCC_WRAPPER = """#!/bin/sh
+# Written by armgen (armgen.firmware.build._gcc_cpu_wrapper): {gcc} rejects -mcpu={core}, which Zephyr's
+# cmake/gcc-m-cpu.cmake sets for this CPU; compile for -mcpu={mcpu} instead, as the board file says
+# (cpu.gcc_mcpu) and as armgen's bare-metal build does. Every other argument is passed on unchanged.
+for arg do
+  shift
+  case "$arg" in
+    -mcpu={core}*) arg="-mcpu={mcpu}${{arg#-mcpu={core}}}" ;;
+  esac
+  set -- "$@" "$arg"
+done
+exec {real} "$@"
+"""
+
+
+def _gcc_cpu_wrapper(record: ProjectRecord, env: dict[str, str], build_dir: Path) -> dict[str, str]:
+    """Let Debian's GCC 12 build a Zephyr image for a core it does not know (Cortex-M85).
+
+    Zephyr's ``cmake/gcc-m-cpu.cmake`` sets ``-mcpu=cortex-m85`` (``+nomve.fp`` ...) unconditionally for
+    ``CONFIG_CPU_CORTEX_M85``; GCC learnt that core in 13, and Debian 12's ``arm-none-eabi-gcc`` 12.2
+    rejects it. Zephyr is not patched: for armgen's default toolchain (``gnuarmemb`` = Debian's gcc),
+    when the board's core differs from its ``cpu.gcc_mcpu`` (corstone_320: cortex-m85 -> cortex-m55, the
+    same mapping the bare-metal build and ExecuTorch's own Arm toolchain file use) and the compiler
+    rejects the core, ``GNUARMEMB_TOOLCHAIN_PATH`` points at a prefix of armgen's own in
+    ``PROJECT/.armgen-toolchain/`` whose ``gcc``/``g++`` rewrite the flag and whose other tools and
+    ``arm-none-eabi`` sysroot link to the real ones. An M55 image runs on an M85 (Armv8.1-M with MVE; the
+    M85's PACBTI is optional and Zephyr does not enable it here); the price is M55 instruction
+    scheduling. With a toolchain the user chose (``ZEPHYR_TOOLCHAIN_VARIANT`` set, e.g. the Zephyr SDK)
+    or a ``gnuarmemb`` GCC that accepts the core (GCC 13+), nothing is wrapped.
+
+    Returns:
+        ``env``, or a copy whose ``GNUARMEMB_TOOLCHAIN_PATH`` is the wrapper prefix.
+    """
+    from armgen.boards import load_board
+
+    cpu = load_board(record.board_spec or "").cpu
+    if env.get("ZEPHYR_TOOLCHAIN_VARIANT") != "gnuarmemb" or not cpu.gcc_mcpu or cpu.gcc_mcpu == cpu.core:
+        return env
+    home = Path(env.get("GNUARMEMB_TOOLCHAIN_PATH", "/usr"))
+    gcc = home / "bin" / "arm-none-eabi-gcc"
+    probe = subprocess.run([str(gcc), f"-mcpu={cpu.core}", "-E", "-x", "c", "-"], input="", capture_output=True,
+                           text=True, check=False)
+    if probe.returncode == 0:
+        return env
+    prefix = record.root / ".armgen-toolchain"
+    (prefix / "bin").mkdir(parents=True, exist_ok=True)
+    for tool in sorted((home / "bin").glob("arm-none-eabi-*")):
+        dest = prefix / "bin" / tool.name
+        if tool.name in ("arm-none-eabi-gcc", "arm-none-eabi-g++"):
+            dest.unlink(missing_ok=True)
+            dest.write_text(_GCC_WRAPPER.format(gcc=gcc.name, core=cpu.core, mcpu=cpu.gcc_mcpu, real=tool.resolve()))
+            dest.chmod(0o755)
+        elif not dest.is_symlink():
+            dest.symlink_to(tool.resolve())
+    sysroot = home / "arm-none-eabi"
+    if sysroot.exists() and not (prefix / "arm-none-eabi").is_symlink():
+        (prefix / "arm-none-eabi").symlink_to(sysroot.resolve())
+    return {**env, "GNUARMEMB_TOOLCHAIN_PATH": str(prefix)}
+
+
 def _build_zephyr(
     record: ProjectRecord,
     workspace: Path | str | None,
@@ -473,19 +535,23 @@ def _build_zephyr(
 ) -> BuildResult:
     """``west build -b <target>`` of a Zephyr project in the workspace's Zephyr tree.
 
-    West runs from the workspace (its ``.west``), with this Python (``-m west``): Zephyr's CMake then
-    runs ExecuTorch's code generators with the Python that has ExecuTorch's codegen requirements, and
-    ``flatc`` is the executorch wheel's.
+    The workspace is the one of the project's Zephyr release (:func:`armgen.workspace.find_zephyr_workspace`:
+    ``workspace``, ``$ARMGEN_WORKSPACE_ZEPHYR_<R>``, ``$ARMGEN_WORKSPACE``, the release's default location,
+    the default workspace). West runs from the workspace (its ``.west``), with this Python (``-m west``):
+    Zephyr's CMake then runs ExecuTorch's code generators with the Python that has ExecuTorch's codegen
+    requirements, and ``flatc`` is the executorch wheel's.
 
     Raises:
         WorkspaceError: no Zephyr in the workspace, or another Zephyr release than the project's.
         ToolchainError, BuildError: as :func:`build_project`.
     """
-    from armgen.workspace import Workspace, check_zephyr_workspace
+    from armgen.workspace import Workspace, check_zephyr_workspace, default_release, find_zephyr_workspace
 
     progress = progress or (lambda *a: None)
-    ws_root = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
-    check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
+    explicit = Path(workspace) if workspace else None
+    ws_root = resolve_workspace(find_zephyr_workspace(record.zephyr_release or default_release(), explicit),
+                                ethos_u=record.backend == "ethos-u")
+    tree_warnings = check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
     target = record.zephyr_target or ""
     if not target:
         raise ProjectError(f"{record.path}: no zephyr_target", hint="regenerate: armgen new --force")
@@ -496,13 +562,16 @@ def _build_zephyr(
             hint="pip install 'armgen[zephyr]' (Zephyr's scripts/requirements-base.txt has the full list)",
         )
     env = zephyr_toolchain_env()
-    warnings = check_program_compatibility(record, ws_root)
+    warnings = tree_warnings + check_program_compatibility(record, ws_root)
     build_dir, log_path = _prepare_build_dir(record, rebuild, run_input)
+    env = _gcc_cpu_wrapper(record, env, build_dir)
     start = time.monotonic()
     cmd = [sys.executable, "-m", "west", "build", "-b", target, "-d", str(build_dir), "-p", "auto",
            f"-o=-j{max(1, jobs)}", str(record.root), "--",
            f"-DPython3_EXECUTABLE={sys.executable}", f"-DPYTHON_EXECUTABLE={sys.executable}",
            f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}", *zephyr_libc_args(env)]
+    if record.backend == "ethos-u":  # the driver the generated CMakeLists makes ExecuTorch's SDK view of
+        cmd.append(f"-DARMGEN_ETHOS_U_DRIVER={Workspace(ws_root).ethos_u_dir}")
     flatc = flatc_path()
     if flatc is not None:
         cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
