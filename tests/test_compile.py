@@ -306,7 +306,7 @@ def test_report_says_how_far_int8_is_from_float(compiled, sample, target):
     assert report.calibration_samples == 8 and q["samples"] == 8
     assert report.classifier == (sample == "kws") and (q["top1_agreement"] is None) == (sample == "ad")
     assert 0 < q["max_abs_error"] and isinstance(q["snr_db"], float) and q["snr_db"] > 0  # close, not equal
-    if not report.untrained_weights:  # measured 21.4 dB (kws) and 33.2 dB (ad) with the trained weights
+    if not report.untrained_weights:  # measured 21.4 dB (kws) and 27.6 dB (ad) with the trained weights
         assert q["snr_db"] > 15
     assert any(n.startswith("int8 against the float model") for n in result.notes)
     # the float model's outputs for the reference input, and the float program that recomputes them
