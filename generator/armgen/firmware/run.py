@@ -233,8 +233,9 @@ def degenerate_causes(
                      for a, b in zip(floats, alt_floats, strict=False)]
             lsbs = [info.scale or 0.0 for info in report.outputs]
             if all(d < lsb / 2 or d == 0.0 for d, lsb in zip(diffs, lsbs, strict=False)):
-                causes.append(f"the float model's outputs are constant too (they differ by at most {max(diffs):.3g} "
-                              "between the two inputs, under half an output LSB): the model itself does not "
+                how = ("identical for the two inputs" if max(diffs) == 0.0 else
+                       f"within {max(diffs):.3g} for the two inputs, under half an output LSB")
+                causes.append(f"the float model's outputs are constant too ({how}): the model itself does not "
                               "depend on its input")
             else:
                 causes.append(f"the float model's outputs do change (by up to {max(diffs):.3g}): the int8 program "
