@@ -230,6 +230,43 @@ def test_fault_at_the_stack_limit_says_stack_overflow():
         check_run(run, parse_firmware_output(run.console))
 
 
+def test_zephyr_stack_guard_says_stack_overflow():
+    """The line the generated Zephyr k_sys_fatal_error_handler prints (templates/zephyr/.../platform.c.j2)
+    when the stack guard prj.conf turns on stops the main thread; other fatal errors are faults."""
+    from armgen.firmware.qemu import QemuRun
+
+    line = ("ARMGEN error ZephyrFatal reason=2 (StackCheckFail) thread_stack_size=1024 stack_size=1024 "
+            "stack_limit_reached=1")
+    run = QemuRun(("qemu-system-arm",), 3, line + "\n", "", 0.1, False, 30.0)
+    with pytest.raises(RunError) as exc:
+        check_run(run, parse_firmware_output(run.console))
+    assert exc.value.message.startswith("stack overflow: Zephyr's stack guard stopped the main thread"), exc.value.message
+    assert "the 1,024 B stack is too small" in exc.value.message
+    assert "--stack-size BYTES" in (exc.value.hint or "") and "auto" not in (exc.value.hint or "")
+    other = line.replace("reason=2 (StackCheckFail)", "reason=0 (CpuException)").replace("reached=1", "reached=0")
+    run = QemuRun(("qemu-system-arm",), 3, other + "\n", "", 0.1, False, 30.0)
+    with pytest.raises(RunError, match="HardFault: firmware faulted: ZephyrFatal reason=0"):
+        check_run(run, parse_firmware_output(run.console))
+
+
+def test_every_zephyr_board_gets_a_stack_guard():
+    """HW_STACK_PROTECTION where the core has stack-limit registers or the board's MPU is on, else the
+    sentinel: each a Kconfig symbol Zephyr has for that board (a wrong one aborts Kconfig)."""
+    from armgen.boards import list_boards, load_board
+    from armgen.project.zephyr import stack_guard
+
+    guards = {}
+    for entry in list_boards():
+        board = load_board(entry if isinstance(entry, str) else entry.name)
+        if board.zephyr is not None:
+            guards[board.name] = stack_guard(board)[1]
+    assert guards["qemu_mps3_an547"] == ["CONFIG_HW_STACK_PROTECTION=y"]
+    assert guards["corstone_320"] == ["CONFIG_HW_STACK_PROTECTION=y"]
+    assert guards["stm32f4_disco"] == ["CONFIG_HW_STACK_PROTECTION=y"]
+    assert guards["qemu_mps2_an386"] == ["CONFIG_STACK_SENTINEL=y"]
+    assert all(g in (["CONFIG_HW_STACK_PROTECTION=y"], ["CONFIG_STACK_SENTINEL=y"]) for g in guards.values())
+
+
 @pytest.mark.parametrize("machine", sorted(MACHINES))
 def test_lockup_without_handler_is_a_hard_fault(probe, machine):
     run = run_qemu(probe(machine, "lockup"), EMULATORS[machine], timeout=30)

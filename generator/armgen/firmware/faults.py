@@ -134,6 +134,13 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
         )
     for err in log.errors:
         if overflow := _stack_overflow(err.where):
+            if err.name == "ZephyrFatal":  # Zephyr's stack guard caught it (prj.conf names which)
+                raise RunError(
+                    f"stack overflow{tag}: Zephyr's stack guard stopped the main thread (fatal error 2, "
+                    f"K_ERR_STACK_CHK_FAIL); {overflow.replace('was used to its limit', 'is too small')}",
+                    hint="give the firmware a larger stack: armgen new --force --stack-size BYTES "
+                    "(CONFIG_MAIN_STACK_SIZE)" + logref,
+                )
             bits = _cfsr_bits(err.where)
             then = f"{err.name}" + (f" [{', '.join(bits)}]" if bits else "")
             raise RunError(
@@ -142,7 +149,7 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
                 "--stack-size auto (armgen build measures it on QEMU)" + logref,
             )
     for err in log.errors:
-        if err.name in ("HardFault", "MemManage", "BusFault", "UsageFault", "SecureFault"):
+        if err.name in ("HardFault", "MemManage", "BusFault", "UsageFault", "SecureFault", "ZephyrFatal"):
             detail = err.where
             bits = _cfsr_bits(err.where)
             if bits:

@@ -473,6 +473,37 @@ def _board_conf(
     return board_conf
 
 
+#: Cores whose Zephyr port has the ARMv8-M stack-limit registers (PSPLIM/MSPLIM): Zephyr's
+#: arch/arm/core/Kconfig (v3.7.1 and v4.1.99) selects CPU_CORTEX_M_HAS_SPLIM for ARMV8_M_MAINLINE, and
+#: ARCH_HAS_STACK_PROTECTION with it, so HW_STACK_PROTECTION becomes BUILTIN_STACK_GUARD.
+SPLIM_CORES = frozenset({"cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85"})
+
+
+def stack_guard(board: Board) -> tuple[str, list[str]]:
+    """The prj.conf section that catches a main-stack overflow (comment, Kconfig lines).
+
+    ARMv8-M mainline cores (:data:`SPLIM_CORES`): ``CONFIG_HW_STACK_PROTECTION`` (the stack-limit
+    registers: a push below the limit faults at once). STM32 boards: the same, through the MPU guard
+    (their SoCs select CPU_HAS_ARM_MPU and their defconfigs set ``CONFIG_ARM_MPU=y``: e.g. Zephyr
+    v3.7.1 boards/st/stm32f4_disco/stm32f4_disco_defconfig). Other boards: ``CONFIG_STACK_SENTINEL``
+    (a word at the stack's limit checked on every context switch and interrupt exit; software, so an
+    overflow is caught late). Either ends in Zephyr's fatal error K_ERR_STACK_CHK_FAIL (reason 2),
+    which the generated k_sys_fatal_error_handler prints as ``ARMGEN error ZephyrFatal``.
+    """
+    if board.cpu.core in SPLIM_CORES:
+        return ("Stack overflow caught by hardware: the stack-limit registers of the "
+                f"{board.cpu.core} (Zephyr's BUILTIN_STACK_GUARD). An overflow is fatal error 2 "
+                "(K_ERR_STACK_CHK_FAIL), reported by src/platform/platform.c.", ["CONFIG_HW_STACK_PROTECTION=y"])
+    if board.zephyr is not None and "hal_stm32" in board.zephyr.hal_modules:
+        return ("Stack overflow caught by hardware: an MPU guard region below the stack (MPU_STACK_GUARD; "
+                "the board's defconfig enables the MPU). An overflow is fatal error 2 (K_ERR_STACK_CHK_FAIL), "
+                "reported by src/platform/platform.c.", ["CONFIG_HW_STACK_PROTECTION=y"])
+    return ("Stack overflow caught in software: a sentinel word at the stack's limit, checked on context "
+            "switches and interrupt exits (this board's Zephyr port has no stack guard armgen can rely "
+            "on). An overflow is fatal error 2 (K_ERR_STACK_CHK_FAIL), reported by src/platform/platform.c.",
+            ["CONFIG_STACK_SENTINEL=y"])
+
+
 def _prj_conf(spec: ProjectSpec) -> list[tuple[str, list[str]]]:
     """``prj.conf`` for every board: ExecuTorch, C++, FPU, stack, speed, logging, kernel, heap."""
     board: Board = spec.board
@@ -496,6 +527,7 @@ def _prj_conf(spec: ProjectSpec) -> list[tuple[str, list[str]]]:
         "report its high-water mark.",
         [f"CONFIG_MAIN_STACK_SIZE={spec.stack_size}", "CONFIG_INIT_STACKS=y", "CONFIG_THREAD_STACK_INFO=y"],
     ))
+    prj_conf.append(stack_guard(board))
     prj_conf.append((
         "Speed: Zephyr, the application and the ExecuTorch runtime at -O2 (Zephyr's default is -Os, "
         "ExecuTorch's module default -Os too: about 40 % more instructions per inference). CMSIS-NN "
