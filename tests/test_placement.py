@@ -122,3 +122,26 @@ def test_same_inputs_same_spec():
     a = make_spec(_report(), board, name="s", pte_path=NO_FILE)
     b = make_spec(dataclasses.replace(_report()), board, name="s", pte_path=NO_FILE)
     assert a == b
+
+
+def test_tables_are_not_cut_when_piped():
+    """Piped output (not a terminal) was laid out 80 columns wide and cut long layer and op names."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from armgen.cli._console import print_table
+
+    name = "features.block_12.depthwise_separable_convolution.pointwise"
+    table = Table(title="placement (execution order)")
+    for col in ("#", "layer", "op", "runs as"):
+        table.add_column(col)
+    table.add_row("0", name, "cortex_m::quantized_depthwise_conv2d", "CMSIS-NN int8")
+    out = io.StringIO()
+    console = Console(file=out, width=80, highlight=False)
+    assert not console.is_terminal
+    print_table(table, console)
+    text = out.getvalue()
+    assert name in text and "cortex_m::quantized_depthwise_conv2d" in text, text
+    assert console.width == 80  # the console's own width is left as it was
