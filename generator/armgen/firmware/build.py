@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
+from armgen.firmware.build_log import first_build_error, first_cmake_error
 from armgen.paths import workspace_dir
 from armgen.project.record import ProjectRecord, load_project
 
@@ -46,9 +47,6 @@ Progress = Callable[[str, int, int, str], None]
 #: Sub-directory of ``build/`` that holds ``armgen run``'s variant of the firmware (see :func:`build_project`).
 RUN_INPUT_DIR = "run-input"
 _NINJA_LINE = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)$")
-_ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s+(?:fatal\s+)?error:\s+(?P<msg>.*)$")
-_LD_ERROR = re.compile(r"(undefined reference to .*|region `[^']+' overflowed by \d+ bytes|cannot find .*|"
-                       r"multiple definition of .*)")
 
 
 @dataclass(frozen=True)
@@ -281,14 +279,14 @@ def _configure_and_build(
         lines = _run(cmd, record.root, log, None)
         if lines is None:
             raise BuildError(
-                "cmake configure failed: " + _first_cmake_error(log_path),
+                "cmake configure failed: " + first_cmake_error(log_path),
                 hint=f"full log: {log_path}",
             )
         progress("configure", 1, 1, "done")
 
     cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}", *([target] if target else [])]
     if _run(cmd, record.root, log, counter) is None:
-        raise BuildError(_first_build_error(log_path), hint=f"full log: {log_path}")
+        raise BuildError(first_build_error(log_path), hint=f"full log: {log_path}")
 
 
 def _cached(build_dir: Path, name: str) -> str | None:
@@ -583,9 +581,9 @@ def _build_zephyr(
         if _run(cmd, ws_root, log, counter, env=env) is None:
             text = log_path.read_text(errors="replace")
             if not (build_dir / "build.ninja").is_file() or "CMake Error" in text:
-                raise BuildError("west build: configure failed: " + _first_cmake_error(log_path),
+                raise BuildError("west build: configure failed: " + first_cmake_error(log_path),
                                  hint=f"full log: {log_path}")
-            raise BuildError("west build: " + _first_build_error(log_path), hint=f"full log: {log_path}")
+            raise BuildError("west build: " + first_build_error(log_path), hint=f"full log: {log_path}")
     if not configured:
         progress("configure", 1, 1, "done")
     return _finish(record, ws_root, start, counter, log_path, warnings, progress, size, build_dir)
@@ -646,48 +644,6 @@ def _workspace_changed(build_dir: Path, ws: Path) -> bool:
     except OSError:
         return True
     return True
-
-
-_WEST_ERROR = re.compile(r"^(?:west \w+: error: |FATAL ERROR: |ERROR: )(?P<msg>.*)$")
-
-
-#: Zephyr's own configure diagnostics that say more than the CMake Error after them (boards.cmake).
-_ZEPHYR_CONFIGURE_ERROR = re.compile(r"^(No board named '[^']*' found\.|Board qualifiers .* not found.*)$")
-
-
-def _first_cmake_error(log_path: Path) -> str:
-    """The first ``CMake Error`` (with the lines that explain it), else west's own error line. Zephyr's
-    own reason (e.g. ``No board named 'x' found.``) comes first when it printed one."""
-    text = log_path.read_text(errors="replace").splitlines()
-    for line in text:
-        if _ZEPHYR_CONFIGURE_ERROR.match(line.strip()):
-            return line.strip()
-    for i, line in enumerate(text):
-        if line.startswith("CMake Error"):
-            detail = " ".join(t.strip() for t in text[i + 1 : i + 4] if t.strip())
-            return f"{line.strip()} {detail}".strip()
-    for line in text:
-        m = _WEST_ERROR.match(line.strip())
-        if m:
-            return m.group("msg")
-    return "see the log"
-
-
-def _first_build_error(log_path: Path) -> str:
-    """The first compiler error (``file:line: error: msg``) or linker error of a failed build."""
-    lines = log_path.read_text(errors="replace").splitlines()
-    for line in lines:
-        m = _ERROR_LINE.match(line.strip())
-        if m:
-            return f"compile failed: {m.group('file')}:{m.group('line')}: {m.group('msg')}"
-    for line in lines:
-        m = _LD_ERROR.search(line)
-        if m and ("ld" in line or "undefined" in line or "region" in line):
-            return f"link failed: {line.strip()}"
-    for line in lines:
-        if line.startswith("FAILED:"):
-            return f"build failed: {line[len('FAILED:'):].strip()}"
-    return "build failed (see the log)"
 
 
 def _size_stage(result: BuildResult, progress: Progress) -> BuildResult:

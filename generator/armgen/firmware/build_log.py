@@ -1,0 +1,56 @@
+"""What a failed configure or build says first: the one line ``armgen build`` puts in its error.
+
+The build stage (:mod:`armgen.firmware.build`) tees every tool's output into ``armgen-build.log``;
+these read that log back and pick the line a person needs: the first compiler error with its file
+and line, a linker error, CMake's first ``CMake Error`` or Zephyr's own configure reason, west's
+error line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+)(?::\d+)?:\s+(?:fatal\s+)?error:\s+(?P<msg>.*)$")
+_LD_ERROR = re.compile(r"(undefined reference to .*|region `[^']+' overflowed by \d+ bytes|cannot find .*|"
+                       r"multiple definition of .*)")
+_WEST_ERROR = re.compile(r"^(?:west \w+: error: |FATAL ERROR: |ERROR: )(?P<msg>.*)$")
+
+
+#: Zephyr's own configure diagnostics that say more than the CMake Error after them (boards.cmake).
+_ZEPHYR_CONFIGURE_ERROR = re.compile(r"^(No board named '[^']*' found\.|Board qualifiers .* not found.*)$")
+
+
+def first_cmake_error(log_path: Path) -> str:
+    """The first ``CMake Error`` (with the lines that explain it), else west's own error line. Zephyr's
+    own reason (e.g. ``No board named 'x' found.``) comes first when it printed one."""
+    text = log_path.read_text(errors="replace").splitlines()
+    for line in text:
+        if _ZEPHYR_CONFIGURE_ERROR.match(line.strip()):
+            return line.strip()
+    for i, line in enumerate(text):
+        if line.startswith("CMake Error"):
+            detail = " ".join(t.strip() for t in text[i + 1 : i + 4] if t.strip())
+            return f"{line.strip()} {detail}".strip()
+    for line in text:
+        m = _WEST_ERROR.match(line.strip())
+        if m:
+            return m.group("msg")
+    return "see the log"
+
+
+def first_build_error(log_path: Path) -> str:
+    """The first compiler error (``file:line: error: msg``) or linker error of a failed build."""
+    lines = log_path.read_text(errors="replace").splitlines()
+    for line in lines:
+        m = _ERROR_LINE.match(line.strip())
+        if m:
+            return f"compile failed: {m.group('file')}:{m.group('line')}: {m.group('msg')}"
+    for line in lines:
+        m = _LD_ERROR.search(line)
+        if m and ("ld" in line or "undefined" in line or "region" in line):
+            return f"link failed: {line.strip()}"
+    for line in lines:
+        if line.startswith("FAILED:"):
+            return f"build failed: {line[len('FAILED:'):].strip()}"
+    return "build failed (see the log)"
