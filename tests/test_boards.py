@@ -601,3 +601,92 @@ def test_stm32_uart_kind_needs_its_setup():
     del data["baremetal"]["uart_setup"]
     with pytest.raises(BoardError, match="stm32_usart_v1 needs baremetal.uart_setup"):
         board_from_data(data, name="x", source="x.yaml")
+
+
+# ---- flash_and_watch: how to put the image on the board and which console to watch ---------------
+_SOURCE_WORDS = ("zephyr", "executorch", "alifsemi", "openocd", "armgen", "qemu", "board file")
+
+
+def _flash_parts(board: Board):
+    fw = board.flash_and_watch
+    parts = [("baremetal", fw.baremetal_flash, fw.baremetal_console)]
+    if fw.zephyr_flash is not None:
+        parts.append(("zephyr", fw.zephyr_flash, fw.zephyr_console))
+    return parts
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_BOARDS))
+def test_every_board_says_how_to_flash_and_watch_with_a_source_for_each_fact(name):
+    board = load_board(name)
+    fw = board.flash_and_watch
+    assert fw is not None, f"{name}: no flash_and_watch section"
+    assert (fw.zephyr_flash is None) == (fw.zephyr_console is None) == (board.zephyr is None)
+    for flavour, flash, console in _flash_parts(board):
+        for what, fact in (("flash", flash), ("console", console)):
+            assert any(w in fact.source.lower() for w in _SOURCE_WORDS), f"{name} {flavour}.{what}: {fact.source!r}"
+        assert flash.tool and flash.commands and all(c.strip() for c in flash.commands)
+        assert console.uart and (console.baud is None or console.baud in (9600, 57600, 115200))
+        if flavour == "zephyr":  # a default runner for each Zephyr release the board has, from its board.cmake
+            assert {rel for rel, _ in flash.runners} == set(board.zephyr.releases)
+            assert "board.cmake" in flash.source
+    # the bare-metal console's baud is the one armgen's own USART driver programs
+    setup = board.baremetal.uart_setup
+    if setup is not None:
+        assert fw.baremetal_console.baud == setup.baud
+    if board.baremetal.console == "semihosting":
+        assert fw.baremetal_console.uart.startswith("semihosting") and fw.baremetal_console.baud is None
+
+
+def test_flash_and_watch_facts_per_board():
+    """The facts as read from the sources (board.cmake, DTS, docs), spot-checked per kind of board."""
+    names = ("stm32f4_disco", "nucleo_h743zi", "alif_e8_hp", "alif_e8_he")
+    f4, h7, hp, he = (load_board(n).flash_and_watch for n in names)
+    assert dict(f4.zephyr_flash.runners) == {"3.7": "openocd", "4.4": "stm32cubeprogrammer"}
+    assert (f4.zephyr_console.uart, f4.zephyr_console.baud) == ("USART2", 115200) and "PA2" in f4.zephyr_console.where
+    assert "board/stm32f4discovery.cfg" in f4.baremetal_flash.commands[0]
+    assert (h7.baremetal_console.uart, h7.baremetal_console.baud) == ("USART3", 115200)
+    assert "virtual COM port" in h7.baremetal_console.where
+    assert dict(hp.zephyr_flash.runners) == {"4.4": "jlink"}
+    assert (hp.zephyr_console.uart, he.zephyr_console.uart) == ("UART4", "UART2")
+    assert '"M55_HP"' in hp.baremetal_flash.note and '"M55_HE"' in he.baremetal_flash.note
+    for board in (load_board("alif_e8_hp"), load_board("alif_e8_he")):  # SETOOLS writes the image where it is linked
+        assert f'"mramAddress": "0x{board.baremetal.vector_table:08X}"' in board.flash_and_watch.baremetal_flash.note
+    c300, c320 = load_board("corstone_300"), load_board("corstone_320")
+    assert c300.flash_and_watch.baremetal_flash.commands[0].startswith("FVP_Corstone_SSE-300_Ethos-U55 ")
+    assert f"-C ethosu.num_macs={c300.npu.macs} " in c300.flash_and_watch.baremetal_flash.commands[0]
+    assert c320.flash_and_watch.baremetal_flash.commands[0].startswith("FVP_Corstone_SSE-320 ")
+    u85_macs = f"-C mps4_board.subsystem.ethosu.num_macs={c320.npu.macs} "
+    assert u85_macs in c320.flash_and_watch.baremetal_flash.commands[0]
+    assert "-C mps3_board.uart0.out_file=-" in c300.flash_and_watch.baremetal_console.where
+    assert "-C mps4_board.uart0.out_file=-" in c320.flash_and_watch.baremetal_console.where
+    assert dict(c300.flash_and_watch.zephyr_flash.runners) == {"4.4": "armfvp"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED_BOARDS if n.startswith("qemu_")))
+def test_qemu_boards_command_line_is_the_one_armgen_run_uses(name):
+    """The README's qemu-system-arm line is the run stage's own argv (less -icount, which only fixes timing)."""
+    import shlex
+
+    from armgen.firmware.qemu import qemu_command
+
+    board = load_board(name)
+    (cmd,) = board.flash_and_watch.baremetal_flash.commands
+    argv = qemu_command(Path("ELF"), board.emulator)
+    i = argv.index("-icount")
+    del argv[i:i + 2]
+    argv[-1] = "{elf}"
+    assert shlex.split(cmd) == argv
+
+
+def test_flash_and_watch_bad_input(tmp_path):
+    path = copy_board(tmp_path, "stm32f4_disco")
+    edit(path, "program {elf} verify", "program {hex} verify")
+    assert_cli_error(["boards", "show", str(path)], "flash_and_watch.baremetal.flash.commands: "
+                     "'openocd -f board/stm32f4discovery.cfg -c \"program {hex} verify reset exit\"' names ['hex']")
+    path = copy_board(tmp_path, "stm32f4_disco", "b2")
+    edit(path, 'runners: {"3.7": openocd, "4.4": stm32cubeprogrammer}', 'runners: {"4.4": stm32cubeprogrammer}')
+    assert_cli_error(["boards", "show", str(path)], "flash_and_watch.zephyr.flash.runners: give the runner for each "
+                     "of the board's Zephyr releases (3.7, 4.4), not 4.4")
+    path = copy_board(tmp_path, "stm32f4_disco", "b3")
+    edit(path, "      baud: 115200\n      where: PA2 (TX) / PA3", "      where: PA2 (TX) / PA3")
+    assert_cli_error(["boards", "show", str(path)], "flash_and_watch.zephyr.console: missing field 'baud'")

@@ -397,3 +397,64 @@ def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_program
     # and the region's use counts the stack, heap and data reserve where they really are
     use = {u.name: u.placed for u in spec.region_use}
     assert use[sram] >= spec.stack_size + spec.heap_size + 8 * 1024 + sum(p.bytes for p in spec.pools if p.region == sram)
+
+
+# ---- README "Flash and watch": the board file's flash_and_watch facts ---------------------------------
+def _flash_watch_section(board_name: str, rtos: str, release: str | None) -> str:
+    """The README's section alone, through render's own jinja environment (no program needed)."""
+    from armgen.project.flash_watch import flash_watch_context
+    from armgen.project.render import _environment
+
+    board = load_board(board_name)
+    tmpl = _environment().get_template("common/partials/flash_and_watch.md.j2")
+    return tmpl.render(board=board, flash_watch=flash_watch_context(board, rtos, "kws", release),
+                       zephyr_release_name=release)
+
+
+@pytest.mark.parametrize("board_name", sorted(p.stem for p in BOARDS_DIR.glob("*.yaml") if p.stem != "aliases"))
+def test_flash_and_watch_section_for_every_board_and_flavour(board_name):
+    board = load_board(board_name)
+    flavours = [("baremetal", None)] + [("zephyr", rel) for rel in (board.zephyr.releases if board.zephyr else ())]
+    for rtos, release in flavours:
+        text = _flash_watch_section(board_name, rtos, release)
+        fw = board.flash_and_watch
+        zephyr = rtos == "zephyr"
+        flash = fw.zephyr_flash if zephyr else fw.baremetal_flash
+        console = fw.zephyr_console if zephyr else fw.baremetal_console
+        assert text.startswith("\n\n## Flash and watch\n\n") and not text.endswith("\n"), (rtos, release)
+        assert f"Flash with {flash.tool}" in text
+        if rtos == "zephyr":
+            assert f"default runner for this board: `{flash.runner(release)}`" in text
+        assert f"Watch the console on {console.uart}, " in text
+        assert (f"{console.baud} baud" if console.baud else "no line rate") in text
+        assert flash.source in text and console.source in text
+        assert "{elf}" not in text and "{bin}" not in text and "{name}" not in text
+        image = "build/zephyr/zephyr.elf" if rtos == "zephyr" else "build/kws.elf"
+        assert image in text or not any("{elf}" in c for c in flash.commands)
+
+
+@pytest.mark.slow
+def test_readmes_have_flash_and_watch(kws):
+    """A Zephyr and a bare-metal project for the Alif E8 (HP core; the CPU-only kws program, compiled once per
+    session): the README names the runner/tool, the console and its baud."""
+    report, pte, report_path = kws
+    board = load_board("alif_e8_hp")
+    bm = make_spec(report, board, name="kws", pte_path=pte, report_path=report_path, rtos="baremetal",
+                   backend="cortex-m")
+    zp = make_spec(report, board, name="kws", pte_path=pte, report_path=report_path, backend="cortex-m",
+                   zephyr=zephyr_placement(board))
+    bm_readme = render_project(bm).files["README.md"].decode()
+    z_files = render_project(zp).files
+    z_readme = z_files["README.md"].decode()
+    assert render_project(zp).files["README.md"] == z_files["README.md"]  # deterministic
+    for readme in (bm_readme, z_readme):
+        assert readme.count("\n## Flash and watch\n") == 1
+        assert "Watch the console on UART4" in readme and "115200 baud" in readme
+        # the section sits between the build instructions and the layout
+        assert readme.index("## Flash and watch") < readme.index("## Layout")
+    assert "Flash with Alif Security Toolkit (SETOOLS)" in bm_readme
+    assert "app-gen-toc --filename build/config/kws.json && app-write-mram" in bm_readme
+    assert "arm-none-eabi-objcopy -O binary build/kws.elf build/kws.bin" in bm_readme
+    assert '"cpu_id": "M55_HP", "mramAddress": "0x80008000"' in bm_readme
+    assert "Flash with west flash (SEGGER J-Link) (Zephyr 4.4's default runner for this board: `jlink`)" in z_readme
+    assert "\n```sh\nwest flash\n```\n" in z_readme

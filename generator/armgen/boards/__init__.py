@@ -49,10 +49,13 @@ from armgen.boards.model import (
     Baremetal,
     Board,
     Budgets,
+    ConsoleFact,
     Cpu,
     DtRegion,
     DtsFacts,
     Emulator,
+    FlashAndWatch,
+    FlashFact,
     MemoryRegion,
     Npu,
     RegionKind,
@@ -66,7 +69,8 @@ from armgen.paths import BOARDS_DIR
 
 __all__ = [
     "ALIASES_FILE", "BOARDS_DIR", "NON_VOLATILE_KINDS", "SCHEMA_FILE", "SCHEMA_VERSION", "SCHEMA_VERSIONS",
-    "SPEED_ORDER", "Baremetal", "Board", "Budgets", "Cpu", "DtRegion", "DtsFacts", "Emulator", "MemoryRegion",
+    "SPEED_ORDER", "Baremetal", "Board", "Budgets", "ConsoleFact", "Cpu", "DtRegion", "DtsFacts", "Emulator",
+    "FlashAndWatch", "FlashFact", "MemoryRegion",
     "Npu", "RegionKind", "RegionUse", "UartSetup", "ZephyrTarget", "board_aliases", "board_from_data",
     "board_to_dict", "default_budgets", "list_boards", "load_board", "parse_size", "parse_size_or_percent",
     "speed_rank", "vela_system_configs",

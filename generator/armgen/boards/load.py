@@ -20,10 +20,13 @@ from armgen.boards.checks import (
 from armgen.boards.model import (
     Baremetal,
     Board,
+    ConsoleFact,
     Cpu,
     DtRegion,
     DtsFacts,
     Emulator,
+    FlashAndWatch,
+    FlashFact,
     MemoryRegion,
     Npu,
     UartSetup,
@@ -229,6 +232,7 @@ def _build(d: dict[str, Any], *, name: str, source: str, base_dir: Path) -> Boar
         budgets=budgets,
         emulator=emulator,
         source=source,
+        flash_and_watch=_flash_and_watch(d.get("flash_and_watch"), zephyr, source),
     )
 
 
@@ -285,3 +289,39 @@ def _emulator(raw: dict[str, Any] | None, name: str, cpu: Cpu, source: str) -> E
         qemu_cpu=stand_in.emulator.qemu_cpu,
         note=note,
     )
+
+
+#: What a ``flash_and_watch`` command line may name: the image's ELF and raw binary, the project name.
+FLASH_PLACEHOLDERS = ("elf", "bin", "name")
+
+
+def _flash_and_watch(raw: dict[str, Any] | None, zephyr: ZephyrTarget | None, source: str) -> FlashAndWatch | None:
+    """The ``flash_and_watch:`` section: a ``zephyr`` part exactly when the board has Zephyr targets,
+    ``west flash`` runners for exactly the board's Zephyr releases, and command lines that name only
+    ``{elf}``, ``{bin}`` and ``{name}``."""
+    if raw is None:
+        return None
+    where = f"{source}: flash_and_watch"
+    if (raw.get("zephyr") is None) != (zephyr is None):
+        raise BoardError(f"{where}.zephyr must be given exactly when the board has a zephyr section")
+    parts: dict[str, Any] = {}
+    for flavour in ("baremetal", "zephyr"):
+        part = raw.get(flavour)
+        if part is None:
+            continue
+        f, c = part["flash"], part["console"]
+        for cmd in f["commands"]:
+            names = set(re.findall(r"\{(\w*)\}", cmd))
+            if not names <= set(FLASH_PLACEHOLDERS):
+                bad = sorted(names - set(FLASH_PLACEHOLDERS))
+                raise BoardError(f"{where}.{flavour}.flash.commands: '{cmd}' names {bad}; "
+                                 "only {elf}, {bin} and {name} are filled in")
+        runners = tuple(sorted((str(k), str(v)) for k, v in (f.get("runners") or {}).items()))
+        if flavour == "zephyr" and zephyr is not None and runners and {r for r, _ in runners} != set(zephyr.releases):
+            raise BoardError(f"{where}.zephyr.flash.runners: give the runner for each of the board's Zephyr releases "
+                             f"({', '.join(zephyr.releases)}), not {', '.join(r for r, _ in runners)}")
+        parts[f"{flavour}_flash"] = FlashFact(tool=f["tool"], commands=tuple(f["commands"]), source=f["source"],
+                                              runners=runners, note=f.get("note"))
+        parts[f"{flavour}_console"] = ConsoleFact(uart=c["uart"], baud=c.get("baud"), source=c["source"],
+                                                  where=c.get("where"), note=c.get("note"))
+    return FlashAndWatch(**parts, not_checked=tuple(raw.get("not_checked") or ()))

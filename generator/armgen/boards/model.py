@@ -263,6 +263,67 @@ class Emulator:
 
 
 @dataclass(frozen=True)
+class FlashFact:
+    """How an image gets onto the board, or into its simulator (board file ``flash_and_watch``).
+
+    Attributes:
+        tool: what does it, e.g. ``"west flash"``, ``"OpenOCD"``, ``"FVP_Corstone_SSE-300_Ethos-U55"``.
+        commands: shell lines, in order; ``{elf}``, ``{bin}`` and ``{name}`` stand for the image's
+            ELF, its raw binary and the project name (the README fills them in).
+        source: where these facts were read (file and commit, or URL).
+        runners: for ``west flash``: ``(Zephyr release, default runner)`` pairs sorted by release (the
+            runner the board's ``board.cmake`` sets first); empty otherwise.
+        note: caveats, or None.
+    """
+
+    tool: str
+    commands: tuple[str, ...]
+    source: str
+    runners: tuple[tuple[str, str], ...] = ()
+    note: str | None = None
+
+    def runner(self, release: str | None) -> str | None:
+        """The default ``west flash`` runner in Zephyr ``release`` (None when not stated)."""
+        return dict(self.runners).get(release) if release is not None else None
+
+
+@dataclass(frozen=True)
+class ConsoleFact:
+    """Where the firmware's console comes out (board file ``flash_and_watch``).
+
+    Attributes:
+        uart: the UART (or semihosting) carrying the console, e.g. ``"USART3"``.
+        baud: bits per second, or None where no line rate applies (emulators, FVPs).
+        source: where these facts were read (file and commit, or URL).
+        where: pins, connector or host side (``/dev/ttyACM0``, stdout, an FVP terminal), or None.
+        note: caveats, or None.
+    """
+
+    uart: str
+    baud: int | None
+    source: str
+    where: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class FlashAndWatch:
+    """How to put the image on the board and which console to watch, per flavour.
+
+    Attributes:
+        zephyr_flash / zephyr_console: for Zephyr projects (None for a board without Zephyr).
+        baremetal_flash / baremetal_console: for bare-metal projects.
+        not_checked: facts that could not be verified, said in words (shown in the README).
+    """
+
+    baremetal_flash: FlashFact
+    baremetal_console: ConsoleFact
+    zephyr_flash: FlashFact | None = None
+    zephyr_console: ConsoleFact | None = None
+    not_checked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Budgets:
     """The image's size limits in bytes, as the board file states them (``budgets:``), and why.
 
@@ -284,6 +345,8 @@ class Board:
         cpu, npu (None without NPU), regions (memory map, sorted by base), zephyr (None when Zephyr
         has no target), baremetal, budgets, emulator (None when no QEMU stand-in exists).
         source: the file it was loaded from.
+        flash_and_watch: how to flash the image and which console to watch (None when the board
+            file does not say).
     """
 
     name: str
@@ -296,6 +359,7 @@ class Board:
     budgets: Budgets
     emulator: Emulator | None
     source: str
+    flash_and_watch: FlashAndWatch | None = None
 
     def region(self, name: str) -> MemoryRegion:
         """Return the region called ``name``.

@@ -35,6 +35,7 @@ from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
 from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
+from armgen.project.flash_watch import flash_watch_context
 from armgen.project.options import reads_input_file, validate_name
 from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord
 from armgen.project.spec import ProjectSpec
@@ -83,6 +84,7 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
         from armgen.project.zephyr import zephyr_context
 
         ctx.update(zephyr_context(spec))
+    ctx["flash_watch"] = flash_watch_context(spec.board, spec.rtos, spec.name, ctx.get("zephyr_release_name"))
     files: dict[str, bytes] = {}
     for root in (TEMPLATES_DIR / "common" / "project", flavour_dir):
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
