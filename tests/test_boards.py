@@ -641,7 +641,7 @@ def test_flash_and_watch_facts_per_board():
     """The facts as read from the sources (board.cmake, DTS, docs), spot-checked per kind of board."""
     names = ("stm32f4_disco", "nucleo_h743zi", "alif_e8_hp", "alif_e8_he")
     f4, h7, hp, he = (load_board(n).flash_and_watch for n in names)
-    assert dict(f4.zephyr_flash.runners) == {"3.7": "openocd", "4.4": "stm32cubeprogrammer"}
+    assert dict(f4.zephyr_flash.runners) == {"3.7": "openocd", "4.1": "stm32cubeprogrammer", "4.4": "stm32cubeprogrammer"}
     assert (f4.zephyr_console.uart, f4.zephyr_console.baud) == ("USART2", 115200) and "PA2" in f4.zephyr_console.where
     assert "board/stm32f4discovery.cfg" in f4.baremetal_flash.commands[0]
     assert (h7.baremetal_console.uart, h7.baremetal_console.baud) == ("USART3", 115200)
@@ -659,7 +659,7 @@ def test_flash_and_watch_facts_per_board():
     assert u85_macs in c320.flash_and_watch.baremetal_flash.commands[0]
     assert "-C mps3_board.uart0.out_file=-" in c300.flash_and_watch.baremetal_console.where
     assert "-C mps4_board.uart0.out_file=-" in c320.flash_and_watch.baremetal_console.where
-    assert dict(c300.flash_and_watch.zephyr_flash.runners) == {"4.4": "armfvp"}
+    assert dict(c300.flash_and_watch.zephyr_flash.runners) == {"4.1": "armfvp", "4.4": "armfvp"}
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXPECTED_BOARDS if n.startswith("qemu_")))
@@ -684,9 +684,11 @@ def test_flash_and_watch_bad_input(tmp_path):
     assert_cli_error(["boards", "show", str(path)], "flash_and_watch.baremetal.flash.commands: "
                      "'openocd -f board/stm32f4discovery.cfg -c \"program {hex} verify reset exit\"' names ['hex']")
     path = copy_board(tmp_path, "stm32f4_disco", "b2")
-    edit(path, 'runners: {"3.7": openocd, "4.4": stm32cubeprogrammer}', 'runners: {"4.4": stm32cubeprogrammer}')
+    edit(path, 'runners: {"3.7": openocd, "4.1": stm32cubeprogrammer, "4.4": stm32cubeprogrammer}',
+         'runners: {"4.4": stm32cubeprogrammer}')
+    releases = ", ".join(load_board("stm32f4_disco").zephyr.releases)
     assert_cli_error(["boards", "show", str(path)], "flash_and_watch.zephyr.flash.runners: give the runner for each "
-                     "of the board's Zephyr releases (3.7, 4.4), not 4.4")
+                     f"of the board's Zephyr releases ({releases}), not 4.4")
     path = copy_board(tmp_path, "stm32f4_disco", "b3")
     edit(path, "      baud: 115200\n      where: PA2 (TX) / PA3", "      where: PA2 (TX) / PA3")
     assert_cli_error(["boards", "show", str(path)], "flash_and_watch.zephyr.console: missing field 'baud'")
