@@ -692,3 +692,12 @@ def test_flash_and_watch_bad_input(tmp_path):
     path = copy_board(tmp_path, "stm32f4_disco", "b3")
     edit(path, "      baud: 115200\n      where: PA2 (TX) / PA3", "      where: PA2 (TX) / PA3")
     assert_cli_error(["boards", "show", str(path)], "flash_and_watch.zephyr.console: missing field 'baud'")
+
+
+def test_cli_show_prints_flash_and_watch():
+    out = run_cli("boards", "show", "stm32f4_disco").stdout
+    assert ("  flash      zephyr: west flash (runner 3.7 openocd, 4.1 stm32cubeprogrammer, 4.4 stm32cubeprogrammer); "
+            "bare metal: OpenOCD (ST-LINK/V2)") in out
+    assert "  watch      zephyr: USART2, 115200 baud; bare metal: USART2, 115200 baud" in out
+    out = run_cli("boards", "show", "corstone_300").stdout
+    assert "  watch      zephyr: uart0, no line rate; bare metal: UART0 (CMSDK UART at 0x59303000), no line rate" in out

@@ -94,6 +94,25 @@ def boards(ctx: click.Context, as_json: bool) -> None:
     print_table(table)
 
 
+def _say_flash_and_watch(b: Board) -> None:
+    """The board file's ``flash_and_watch`` in two lines: the tool (and Zephyr's default ``west flash``
+    runner per release) and the console with its baud, per flavour."""
+    fw = b.flash_and_watch
+    if fw is None:
+        _say("  flash      not stated (no flash_and_watch section)")
+        return
+    flash, watch = [], []
+    for flavour, f, c in (("zephyr", fw.zephyr_flash, fw.zephyr_console),
+                          ("bare metal", fw.baremetal_flash, fw.baremetal_console)):
+        if f is None or c is None:
+            continue
+        runners = ", ".join(f"{rel} {r}" for rel, r in f.runners)
+        flash.append(f"{flavour}: {f.tool}" + (f" (runner {runners})" if runners else ""))
+        watch.append(f"{flavour}: {c.uart}, " + (f"{c.baud} baud" if c.baud else "no line rate"))
+    _say(f"  flash      {'; '.join(flash)}")
+    _say(f"  watch      {'; '.join(watch)}")
+
+
 @boards.command("show")
 @click.argument("board")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole validated board as JSON.")
@@ -149,6 +168,7 @@ def show(board: str, as_json: bool) -> None:
             _say(f"             {e.note}")
     else:
         _say("  emulator   none")
+    _say_flash_and_watch(b)
 
     table = Table(title="memory map", title_justify="left")
     for col in ("region", "kind", "base", "end", "size", "reserved", "NPU address", "uses"):
