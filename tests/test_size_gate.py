@@ -336,3 +336,14 @@ def test_record_writes_growth_budgets_as_tables(tmp_path: Path) -> None:
     (tmp_path / "armgen.toml").write_bytes(text)
     assert _user_budgets(tmp_path) == budgets
     assert _user_budgets(tmp_path / "none") is None
+
+
+@needs_gcc
+def test_html_without_board_draws_the_totals(tmp_path: Path, pair: tuple[Path, Path]) -> None:
+    """An ELF outside a project (no board, no map): the treemaps are one box per memory, by component."""
+    _, new = pair
+    elf = tmp_path / "lone.elf"
+    shutil.copy(new / "build" / "fw.elf", elf)
+    got, html, err = invoke("size", str(elf), "--format", "html")
+    assert got == 0, err
+    assert html.count("<rect") > 4 and 'aria-label="flash treemap"' in html and "model" in html

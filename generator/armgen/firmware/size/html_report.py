@@ -94,7 +94,10 @@ def _slice(items: list[tuple[str, int, Any]], x: float, y: float, w: float, h: f
 def _treemap(report: Mapping[str, Any], memory: str) -> str:
     """SVG treemap of one memory (flash or RAM): region -> component -> largest symbols."""
     volatile = memory == "ram"
-    regions = [r for r in report["regions"] if r["volatile"] == volatile and r["used"] > 0]
+    regions: list[Mapping[str, Any]] = [r for r in report["regions"] if r["volatile"] == volatile and r["used"] > 0]
+    if not report["regions_known"]:  # no board: one box for the total, components from the report
+        totals = {k: v[memory] for k, v in report["components"].items()}
+        regions = [{"name": None, "used": report[memory], "components": totals}] if report[memory] else []
     by_comp_region: dict[tuple[str | None, str], list[tuple[str, int]]] = {}
     for name, s in report.get("symbols", {}).items():
         by_comp_region.setdefault((s["region"], s["component"]), []).append((name, s["size"]))
@@ -102,11 +105,13 @@ def _treemap(report: Mapping[str, Any], memory: str) -> str:
     for rname, rbytes, r, rx, ry, rw, rh in _slice([(r["name"], r["used"], r) for r in regions],
                                                    0, 0, _TM_W, _TM_H, False):
         comps = [(c, n, None) for c, n in sorted(r["components"].items(), key=lambda t: -t[1]) if n > 0]
+        rname = rname or ""
         boxes.append(f'<g data-region="{escape(rname)}"><rect x="{rx:.1f}" y="{ry:.1f}" width="{rw:.1f}" '
                      f'height="{rh:.1f}" fill="none" stroke="#000" stroke-width="2"><title>{escape(rname)}: '
                      f'{rbytes:,} B</title></rect>')
         for cname, cbytes, _, cx, cy, cw, ch in _slice(comps, rx, ry + 16, rw, rh - 16, True):
-            syms = sorted(by_comp_region.get((rname, cname), []), key=lambda t: (-t[1], t[0]))[:_SYMBOLS_PER_BOX]
+            syms = sorted(by_comp_region.get((rname or None, cname), []),
+                          key=lambda t: (-t[1], t[0]))[:_SYMBOLS_PER_BOX]
             rest = cbytes - sum(n for _, n in syms)
             items = [(s, n, None) for s, n in syms] + ([("other", rest, None)] if rest > 0 else [])
             for sname, sbytes, _, sx, sy, sw, sh in _slice(items, cx, cy, cw, ch, False):
@@ -117,7 +122,7 @@ def _treemap(report: Mapping[str, Any], memory: str) -> str:
                 boxes.append(f'<text x="{cx + 3:.1f}" y="{cy + 11:.1f}" font-size="10">{escape(cname)} '
                              f'{cbytes:,} B</text>')
         boxes.append(f'<text x="{rx + 3:.1f}" y="{ry + 12:.1f}" font-size="12" font-weight="bold">'
-                     f'{escape(rname)} {rbytes:,} B</text></g>')
+                     f'{escape(rname or memory)} {rbytes:,} B</text></g>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_TM_W}" height="{_TM_H}" '
             f'viewBox="0 0 {_TM_W} {_TM_H}" role="img" aria-label="{memory} treemap">{"".join(boxes)}</svg>')
 
