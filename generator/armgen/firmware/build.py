@@ -510,9 +510,11 @@ def _gcc_cpu_wrapper(record: ProjectRecord, env: dict[str, str], build_dir: Path
     for tool in sorted((home / "bin").glob("arm-none-eabi-*")):
         dest = prefix / "bin" / tool.name
         if tool.name in ("arm-none-eabi-gcc", "arm-none-eabi-g++"):
-            dest.unlink(missing_ok=True)
-            dest.write_text(_GCC_WRAPPER.format(gcc=gcc.name, core=cpu.core, mcpu=cpu.gcc_mcpu, real=tool.resolve()))
-            dest.chmod(0o755)
+            text = _GCC_WRAPPER.format(gcc=gcc.name, core=cpu.core, mcpu=cpu.gcc_mcpu, real=tool.resolve())
+            if dest.is_symlink() or not dest.is_file() or dest.read_text() != text:  # unchanged: keep its mtime
+                dest.unlink(missing_ok=True)
+                dest.write_text(text)
+                dest.chmod(0o755)
         elif not dest.is_symlink():
             dest.symlink_to(tool.resolve())
     sysroot = home / "arm-none-eabi"
