@@ -107,7 +107,31 @@ def test_project_record(kws_spec):
         (p.name, p.bytes, p.region, p.section) for p in kws_spec.pools
     ]
     assert rec["pools"][0]["bytes"] == kws_spec.report.planned_buffers[0]
-    assert isinstance(rec["budgets"]["flash"], int) and isinstance(rec["budgets"]["ram"], int)
+    # the board's own flash/RAM budgets stay in the board file (a copy here went stale: --force keeps
+    # this table); armgen size resolves them from the board
+    assert "flash" not in rec["budgets"] and "ram" not in rec["budgets"]
+    from armgen.firmware.size import resolve_budgets
+
+    resolved = resolve_budgets(kws_spec.board, rec["budgets"])
+    assert (resolved.flash, resolved.ram) == (kws_spec.board.budgets.flash, kws_spec.board.budgets.ram)
+
+
+def test_force_drops_the_budgets_older_armgen_copied_from_the_board(tmp_path):
+    """Projects written before boards stated their budgets carry the regions' whole capacity as
+    [budgets] flash/ram (an547: ram = 273154048, its DDR window included); --force must not keep those
+    as if they were the user's, but keeps what the user set."""
+    from armgen.pipeline import _user_budgets
+
+    project = tmp_path / "old"
+    project.mkdir()
+    (project / "armgen.toml").write_text(
+        'schema_version = 1\nname = "old"\nboard = "qemu_mps3_an547"\nrtos = "baremetal"\n'
+        '[budgets]\nflash = 524288\nram = 273154048\n[budgets.components]\nmodel = "40 KiB"\n')
+    assert _user_budgets(project) == {"components": {"model": "40 KiB"}}
+    (project / "armgen.toml").write_text(
+        'schema_version = 1\nname = "old"\nboard = "qemu_mps3_an547"\nrtos = "baremetal"\n'
+        '[budgets]\nflash = 400000\nram = "1 MiB"\n')
+    assert _user_budgets(project) == {"flash": 400000, "ram": "1 MiB"}
 
 
 @pytest.mark.slow

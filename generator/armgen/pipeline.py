@@ -111,10 +111,28 @@ def _user_budgets(dest: Path) -> dict[str, Any] | None:
     import tomllib
 
     try:
-        table = tomllib.loads((dest / "armgen.toml").read_text()).get("budgets")
+        data = tomllib.loads((dest / "armgen.toml").read_text())
     except (OSError, ValueError):
         return None
-    return dict(table) if isinstance(table, dict) else None
+    table = data.get("budgets")
+    if not isinstance(table, dict):
+        return None
+    kept = dict(table)
+    # armgen before 0.1.0's explicit board budgets wrote the regions' whole capacity as flash/ram: that
+    # was the board's default, not the user's, and would shadow the board's budgets for ever.
+    try:
+        from armgen.boards import default_budgets, load_board
+
+        name = str(data["board"])
+        path_like = "/" in name or name.endswith((".yaml", ".yml"))
+        capacity = default_budgets(load_board(str(dest / name) if path_like and not Path(name).is_absolute()
+                                              else name).regions)
+    except Exception:  # noqa: BLE001 - an unreadable board keeps the table as it is
+        return kept
+    for key in ("flash", "ram"):
+        if kept.get(key) == getattr(capacity, key):
+            del kept[key]
+    return kept
 
 
 def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say):

@@ -82,9 +82,9 @@ def _print_size(result) -> None:
     t.add_column("")
     t.add_column("used", justify="right")
     t.add_column("budget", justify="right")
-    budgets = result.project.budgets or {}
-    t.add_row("flash", f"{rep.flash:,}", _fmt(budgets.get("flash")))
-    t.add_row("ram", f"{rep.ram:,}", _fmt(budgets.get("ram")))
+    budgets = result.budgets  # the board's, then armgen.toml [budgets]
+    t.add_row("flash", f"{rep.flash:,}", _fmt(getattr(budgets, "flash", None)))
+    t.add_row("ram", f"{rep.ram:,}", _fmt(getattr(budgets, "ram", None)))
     out_console.print(t)
 
 

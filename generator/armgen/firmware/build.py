@@ -73,6 +73,8 @@ class BuildResult:
     log: Path
     workspace: Path
     size: Any = None
+    #: the resolved size budgets (board, then armgen.toml [budgets]; ``SizeBudgets``), None unsized
+    budgets: Any = None
     violations: tuple[Any, ...] = ()
     warnings: tuple[str, ...] = ()
     stack: Any = None
@@ -669,5 +671,7 @@ def _size_stage(result: BuildResult, progress: Progress) -> BuildResult:
     if hasattr(size_mod, "check_budgets") and hasattr(size_mod, "resolve_budgets"):
         budgets = size_mod.resolve_budgets(board, record.budgets, str(record.path))
         violations = tuple(size_mod.check_budgets(report, budgets))
+    else:
+        budgets = None
     progress("size", 1, 1, "done")
-    return replace(result, size=report, violations=violations)
+    return replace(result, size=report, violations=violations, budgets=budgets)

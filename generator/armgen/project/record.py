@@ -181,7 +181,9 @@ class ProjectRecord:
         for p in self.pools:
             lines += ["", "[[pools]]"] + [f"{k} = {_toml_value(v)}" for k, v in p.as_dict().items()]
         lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\"); yours:",
-                  "# `armgen new --force` keeps this table. [budgets.growth]: growth allowed over size-baseline.json."]
+                  "# `armgen new --force` keeps this table. flash and ram default to the board's budgets",
+                  "# (`armgen boards show BOARD`); set them here to tighten. [budgets.growth]: growth allowed",
+                  "# over size-baseline.json."]
         lines += _budget_lines(self.budgets or {})
         return ("\n".join(lines) + "\n").encode()
 

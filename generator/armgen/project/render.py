@@ -383,13 +383,23 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
                 "method_allocator_bound": spec.method_allocator_bound,
                 **({"load_scratch": spec.load_scratch[1]} if spec.load_scratch else {})},
         pools=tuple(PoolEntry(p.name, p.bytes, p.region, p.section) for p in spec.pools),
-        budgets=dict(spec.budgets),
+        budgets=_own_budgets(spec),
         frontend=spec.frontend.as_record() if spec.frontend is not None else None,
     )
     return record.to_toml()
 
 
 # ---- helpers --------------------------------------------------------------------------------------
+def _own_budgets(spec: ProjectSpec) -> dict[str, Any]:
+    """``[budgets]`` as the record keeps it: what is not the board's own flash/RAM budget. The size stage
+    reads the board's budgets from the board file, so a project keeps no copy that could go stale (an
+    an547 project written before the board's RAM budget left out DDR kept 273,154,048 B through every
+    ``armgen new --force``, which keeps this table)."""
+    board = spec.board.budgets
+    return {k: v for k, v in spec.budgets.items()
+            if not (k in ("flash", "ram") and v == getattr(board, k))}
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(TEMPLATES_DIR), str(TEMPLATES_DIR / "common")]),
