@@ -118,9 +118,17 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
                  "CONFIG_HEAP_MEM_POOL_SIZE=0", "CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC=32000000"):
         assert line in config, line
     assert "CONFIG_EXECUTORCH_ENABLE_LOGGING=y" not in config
+    # the stack guard prj.conf asks for is in force (the M55's stack-limit registers)
+    assert "CONFIG_HW_STACK_PROTECTION=y" in config and "CONFIG_BUILTIN_STACK_GUARD=y" in config
     _size_checked(project)
     report = _run_checked(project)
     assert report["instructions"] < 2_000_000  # bare metal: 1,806,500 (benchmarks/results.json)
+    # Nothing changed: west is not handed CMake arguments again, so CMake does not re-run and nothing
+    # relinks (it relinked on every call: about 30 s of each `armgen run`).
+    from armgen.firmware.build import build_project
+
+    again = build_project(project, size=False)
+    assert again.steps == 0, again.steps
 
 
 @pytest.mark.workspace

@@ -578,11 +578,21 @@ def _build_zephyr(
     if flatc is not None:
         cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
     configured = (build_dir / "build.ninja").is_file()
+    # west re-runs CMake whenever it is given CMake arguments, and the re-run relinks the image (about
+    # 30 s a call measured here): give them only when the tree is new or they changed.
+    cmake_args = build_dir / "armgen-cmake-args.txt"
+    wanted = "\n".join(cmd[cmd.index("--") + 1:]) + "\n"
+    if configured and cmake_args.is_file() and cmake_args.read_text() == wanted:
+        cmd = cmd[:cmd.index("--")]
     if not configured:
         progress("configure", 0, 1, str(build_dir))
     counter = _NinjaProgress(progress)
     with open(log_path, "w") as log:
-        if _run(cmd, ws_root, log, counter, env=env) is None:
+        ok = _run(cmd, ws_root, log, counter, env=env) is not None
+        if ok and "--" in cmd:
+            cmake_args.write_text(wanted)
+        if not ok:
+            cmake_args.unlink(missing_ok=True)
             text = log_path.read_text(errors="replace")
             if not (build_dir / "build.ninja").is_file() or "CMake Error" in text:
                 raise BuildError("west build: configure failed: " + first_cmake_error(log_path),
