@@ -3,6 +3,7 @@ workspace detection. Not a test module (leading underscore)."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
@@ -14,13 +15,11 @@ from pathlib import Path
 
 from armgen.model.program_report import ProgramReport
 
-import atexit
-
 _CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # the session's programs go with the session
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(sample: str, target: str) -> tuple[ProgramReport, Path, Path]:
     """Compile a built-in sample for ``target`` with armgen's compile stage, once per session.
 

@@ -80,7 +80,7 @@ def test_every_board_loads_and_is_consistent(name):
     assert b.source.endswith(f"{name}.yaml")
     # regions sorted by base, no overlap, reserved within size
     assert list(b.regions) == sorted(b.regions, key=lambda r: r.base)
-    for a, c in zip(b.regions, b.regions[1:]):
+    for a, c in zip(b.regions, b.regions[1:], strict=False):
         assert a.base + a.size <= c.base
     assert all(0 <= r.reserved <= r.size for r in b.regions)
     # budgets are stated in the file with their reason, within what the regions offer, and exclude

@@ -17,15 +17,15 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _programs import armgen, compiled, workspace_missing
 
+from _programs import armgen, compiled, workspace_missing
 from armgen.boards import load_board
+from armgen.errors import BuildError
 from armgen.firmware.build import TOOLCHAIN_PACKAGES, build_project
 from armgen.firmware.size import validate_report
-from armgen.project.record import load_project
-from armgen.errors import BuildError
-from armgen.project.render import render_project, write_project
 from armgen.model.method_allocator import operator_lookup_scratch
+from armgen.project.record import load_project
+from armgen.project.render import render_project, write_project
 from armgen.project.spec import make_spec
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -101,7 +101,6 @@ def test_program_the_runtime_cannot_load_is_refused(tmp_path):
 
     # Same identifier, other version: only a warning (the fake sources then fail at configure).
     from armgen.firmware.build import check_program_compatibility
-    from armgen.project.record import load_project
 
     ws2 = _fake_workspace(tmp_path / "ws2", "ET12", "1.5.0")
     warnings = check_program_compatibility(load_project(proj), ws2)

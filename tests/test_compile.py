@@ -146,7 +146,7 @@ def test_ethos_u_delegate_facts_come_from_the_blob(compiled, target):
     report = result.report
     assert report.backend == "ethos-u" and report.cpu == "cortex-m55"
     assert len(report.delegates) == len(plan.delegates) >= 1
-    for d, pd in zip(report.delegates, plan.delegates):
+    for d, pd in zip(report.delegates, plan.delegates, strict=True):
         blob = program.backend_delegate_data[pd.processed.index].data
         assert d.backend_id == pd.id == "EthosUBackend"
         assert d.blob_size == len(blob)
@@ -305,7 +305,7 @@ def test_report_says_how_far_int8_is_from_float(compiled, sample, target):
     (q,) = report.quality
     assert report.calibration_samples == 8 and q["samples"] == 8
     assert report.classifier == (sample == "kws") and (q["top1_agreement"] is None) == (sample == "ad")
-    assert 0 < q["max_abs_error"] and isinstance(q["snr_db"], float) and q["snr_db"] > 0  # close, not equal
+    assert q["max_abs_error"] > 0 and isinstance(q["snr_db"], float) and q["snr_db"] > 0  # close, not equal
     if not report.untrained_weights:  # measured 21.4 dB (kws) and 27.6 dB (ad) with the trained weights
         assert q["snr_db"] > 15
     assert any(n.startswith("int8 against the float model") for n in result.notes)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _programs import armgen, workspace_missing
 
+from _programs import armgen, workspace_missing
 from armgen.errors import ModelError
 from armgen.model.frontend import MfccFrontend, frontend_from_declaration, read_wav
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _programs import armgen, compiled, tree
 
+from _programs import armgen, compiled, tree
 from armgen.boards import BOARDS_DIR, load_board
 from armgen.errors import ProjectError
 from armgen.project.render import render_project, write_project, write_project_result

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _programs import armgen, workspace_missing
 
+from _programs import armgen, workspace_missing
 from armgen.boards import load_board
 from armgen.boards.npu import NpuWindow, npu_windows, remap_windows
 

@@ -17,9 +17,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _programs import workspace_missing
 
 import armgen.paths as paths
+from _programs import workspace_missing
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = ("boards", "templates", "modules", "samples")

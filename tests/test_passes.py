@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from _programs import armgen, workspace_missing
 from torch import nn
 
+from _programs import armgen, workspace_missing
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 
 MODELS = Path(__file__).parent / "models"
@@ -238,10 +238,11 @@ example_inputs = (torch.randn(1, 16),)
 def test_float_layer_norm_has_its_dtype_and_a_warning(tmp_path):
     """native_layer_norm returns three tensors; its row had dtype "-" and so no float-fallback warning.
     The (de)quantize rows at the program's edges are not called CMSIS-NN."""
+    from rich.console import Console
+
     from armgen.cli.compile_cmd import placement_table
     from armgen.model.compile import compile_model
     from armgen.model.placement import float_fallback_warnings
-    from rich.console import Console
 
     source = tmp_path / "ln.py"
     source.write_text(LAYER_NORM_MODEL)

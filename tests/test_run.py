@@ -10,9 +10,7 @@ With a workspace (marker `workspace`): the samples through `armgen new` + `armge
 from __future__ import annotations
 
 import dataclasses
-
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,13 +22,13 @@ import torch
 
 from armgen.boards import Emulator
 from armgen.errors import ModelError, RunError
-from armgen.model.program_report import ProgramReport, ProgramStats, TensorInfo
 from armgen.firmware.console_protocol import FirmwareError, PoolUse, StackUse, parse_firmware_output
 from armgen.firmware.faults import check_run, decode_cfsr
 from armgen.firmware.host_io import input_bytes, output_array, quantize_input
 from armgen.firmware.qemu import instructions_from_ticks, run_qemu
 from armgen.firmware.run import run_firmware
 from armgen.firmware.run_report import check_pools
+from armgen.model.program_report import ProgramReport, ProgramStats, TensorInfo
 
 FIXTURES = Path(__file__).parent / "run_fixtures"
 #: The firmware's semihosting reader of input.bin (shared with the generated projects).
@@ -615,9 +613,9 @@ def test_sample_runs_on_qemu_within_one_lsb(sample, board, tmp_path):
 def test_reference_outputs_run_the_saved_quantized_program(tmp_path):
     """A real PT2E-quantized torch.export program (.pt2) is the host reference for any input."""
     import torch
+    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
-    from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
     from armgen.model.reference import reference_outputs
     from armgen.model.tensors import dequantize
 

@@ -25,7 +25,6 @@ from click.testing import CliRunner
 from armgen.boards import load_board
 from armgen.cli import main
 from armgen.errors import SizeError
-from armgen.paths import BOARDS_DIR, workspace_dir
 from armgen.firmware.size import (
     COMPONENT_LABELS,
     COMPONENT_RULES,
@@ -51,6 +50,7 @@ from armgen.firmware.size import (
     validate_report,
 )
 from armgen.firmware.size.plot import render_region_svg
+from armgen.paths import BOARDS_DIR, workspace_dir
 
 GCC = shutil.which("arm-none-eabi-gcc")
 AR = shutil.which("arm-none-eabi-ar")

@@ -10,11 +10,10 @@ import dataclasses
 
 import pytest
 import yaml
-from _programs import compiled
 
+from _programs import compiled
 from armgen.boards import BOARDS_DIR, board_from_data, load_board
 from armgen.errors import ProjectError
-from armgen.model.program_report import DelegateInfo, VelaInfo
 from armgen.model.method_allocator import (
     POOL_ALIGNMENT,
     method_allocator_bound,
@@ -23,6 +22,7 @@ from armgen.model.method_allocator import (
     operator_lookup_scratch,
     temp_pool_size,
 )
+from armgen.model.program_report import DelegateInfo, VelaInfo
 from armgen.project.spec import (
     default_backend,
     default_rtos,

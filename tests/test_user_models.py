@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _programs import armgen
 from torch import nn
 
+from _programs import armgen
 from armgen.errors import ModelError
 from armgen.model.layer_support import check_layers
 

@@ -24,12 +24,12 @@ import re
 from pathlib import Path
 
 import pytest
-from _programs import config_lines
 import yaml
 
-from armgen.project import zephyr
+from _programs import config_lines
 from armgen.boards import load_board
 from armgen.paths import MODULES_DIR
+from armgen.project import zephyr
 
 FACTS_PATH = Path(__file__).parent / "data" / "zephyr_facts.yaml"
 FACTS = yaml.safe_load(FACTS_PATH.read_text(encoding="utf-8"))

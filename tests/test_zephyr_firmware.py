@@ -17,8 +17,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from _programs import armgen
 
+from _programs import armgen
 from armgen.firmware.build import resolve_workspace
 from armgen.firmware.size import validate_report
 from armgen.workspace import Workspace
