@@ -60,20 +60,75 @@ CORTEX_M_CONVERSIONS = frozenset({"cortex_m::quantize_per_tensor", "cortex_m::de
 
 
 def placement_table(report: ProgramReport) -> Table:
-    """Where each call of the program runs: layer, op, kernel library, dtype, MACs and their share."""
+    """Where each call of the program runs: layer, op, kernel library, dtype, MACs and their share; for an
+    Ethos-U program also why a call stayed on the CPU (the partitioner's reason) and each delegate's
+    NPU cycles (Vela's estimate, :func:`npu_layer_tables` has them per layer)."""
     total = sum(r.macs for r in report.placement) or 1
+    why = any(r.reason for r in report.placement)
+    vela = [d.vela for d in report.delegates]
     tab = Table(title="placement (execution order)", title_justify="left")
-    for col in ("#", "layer", "op", "runs as", "dtype", "MACs", "share"):
-        tab.add_column(col, justify="right" if col in ("#", "MACs", "share") else "left")
+    cols = ["#", "layer", "op", "runs as", "dtype", "MACs", "share"] + (["NPU cycles"] if any(vela) else []) + (
+        ["why on the CPU (Ethos-U partitioner)"] if why else [])
+    for col in cols:
+        tab.add_column(col, justify="right" if col in ("#", "MACs", "share", "NPU cycles") else "left")
+    delegate = 0
     for r in report.placement:
         runs = LIBRARY_MEANING.get(r.library, r.library)
         if r.library == "portable" and r.dtype.startswith("float"):
             runs = "portable FLOAT"
         elif r.library == "cortex_m" and r.op in CORTEX_M_CONVERSIONS:
             runs = "int8 <-> float"  # ExecuTorch's cortex_m (de)quantize kernels, not CMSIS-NN
-        tab.add_row(str(r.index), r.layer or "-", r.op, runs, r.dtype or "-", f"{r.macs:,}" if r.macs else "-",
-                    f"{r.macs / total:.1%}" if r.macs else "-")
+        row = [str(r.index), r.layer or "-", r.op, runs, r.dtype or "-", f"{r.macs:,}" if r.macs else "-",
+               f"{r.macs / total:.1%}" if r.macs else "-"]
+        if any(vela):
+            v = vela[delegate] if r.library == "delegate" and delegate < len(vela) else None
+            row.append(f"{v.layer_cycles:,} (delegate {delegate})" if v is not None and v.layers else "-")
+            delegate += r.library == "delegate"
+        if why:
+            row.append(r.reason or "-")
+        tab.add_row(*row)
     return tab
+
+
+def npu_layer_tables(report: ProgramReport) -> list[Table]:
+    """Vela's per-layer estimate of every delegate: NPU op, cycles, MACs and the bytes each layer reads
+    from each memory area, with the delegate's total; the title names the Vela configuration."""
+    tables = []
+    for i, d in enumerate(report.delegates):
+        v = d.vela
+        if v is None or not v.layers:
+            continue
+        areas = [a for a in dict.fromkeys(k for x in v.layers for k in x.read_bytes)
+                 if any(x.read_bytes.get(a) for x in v.layers)]
+        tab = Table(title=f"NPU layers of delegate {i} (Vela's estimate for {v.accelerator_config}, system config "
+                          f"{v.system_config}, memory mode {v.memory_mode}, {v.config_file})", title_justify="left")
+        for col in ["#", "TOSA op", "from", "NPU op", "cycles", "MACs", *(f"read {a} (B)" for a in areas)]:
+            tab.add_column(col, justify="left" if col in ("TOSA op", "from", "NPU op") else "right")
+        for j, x in enumerate(v.layers):
+            tab.add_row(str(j), x.name, x.original_op, x.npu_op, f"{x.cycles:,}", f"{x.macs:,}",
+                        *(f"{x.read_bytes.get(a, 0):,}" for a in areas))
+        tab.add_row("", "total", "", "", f"{v.layer_cycles:,}", f"{sum(x.macs for x in v.layers):,}",
+                    *(f"{sum(x.read_bytes.get(a, 0) for x in v.layers):,}" for a in areas))
+        tables.append(tab)
+    return tables
+
+
+def npu_total_line(report: ProgramReport, board_name: str | None = None, npu_clock_hz: float | None = None,
+                   clock_source: str = "") -> str:
+    """The program's NPU total in words: Vela's cycles over all delegates, and an inference time only
+    for a real NPU clock (``npu_clock_hz`` from board data, cited in ``clock_source``; no board file gives
+    one yet); "" without Vela layers."""
+    vs = [d.vela for d in report.delegates if d.vela is not None and d.vela.layers]
+    if not vs:
+        return ""
+    cycles = sum(v.layer_cycles for v in vs)
+    text = (f"NPU total: {cycles:,} cycles over {len(vs)} delegate{'s' if len(vs) != 1 else ''} "
+            f"(Vela's estimate, system config {vs[0].system_config}, {vs[0].config_file}; not measured)")
+    if npu_clock_hz:
+        return text + f"; {cycles / npu_clock_hz * 1e3:.3f} ms at the NPU's {npu_clock_hz / 1e6:g} MHz ({clock_source})"
+    assumed = f"; Vela's config assumes {vs[0].vela_clock_hz / 1e6:g} MHz" if vs[0].vela_clock_hz else ""
+    whose = f"board {board_name}'s file gives no NPU clock" if board_name else "no board NPU clock given"
+    return text + f"; no inference time: {whose}{assumed} (the Corstone FVPs are not cycle-timed)"
 
 
 def _print_report(report: ProgramReport) -> None:
@@ -114,6 +169,10 @@ def _print_report(report: ProgramReport) -> None:
     show(ops)
     if report.placement:
         show(placement_table(report))
+    for table in npu_layer_tables(report):
+        show(table)
+    if total := npu_total_line(report):
+        out_console.print(total, markup=False, highlight=False, soft_wrap=True)
 
     if report.delegates:
         show(_delegates_table(report))

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from armgen.cli._console import err_console, print_table
+from armgen.cli._console import err_console, out_console, print_table
 from armgen.cli.group import main
 
 
@@ -101,9 +101,13 @@ def new_cmd(
                   spec.stack_region, ".stack")
     print_table(table)
     if report.placement:
-        from armgen.cli.compile_cmd import placement_table
+        from armgen.cli.compile_cmd import npu_layer_tables, npu_total_line, placement_table
 
         print_table(placement_table(report))
+        for npu_table in npu_layer_tables(report):
+            print_table(npu_table)
+        if total := npu_total_line(report, board.name):
+            out_console.print(total, markup=False, highlight=False, soft_wrap=True)
     _say(f"operators: {', '.join(spec.selected_operators) or 'none (all delegated)'}")
     fe = spec.frontend
     if fe is not None:

@@ -1,9 +1,10 @@
-"""`armgen run`: build (or reuse) a project's firmware for its board's QEMU stand-in, run it, check it.
+"""`armgen run`: build (or reuse) a project's firmware for its board's QEMU stand-in, run it, check it;
+an Ethos-U program runs on the host instead (delegates in the TOSA reference model, armgen.firmware.tosa_run).
 
 Exit codes: 0 every check passed; 1 the run finished but a check failed (an output more than 1 LSB
 from the reference, degenerate outputs, an instruction count that does not repeat); 2 the run could
-not be made or ended badly (hard fault, ExecuTorch error, timeout, pool or stack overflow, Ethos-U
-program, no QEMU stand-in, bad input).
+not be made or ended badly (hard fault, ExecuTorch error, timeout, pool or stack overflow, an Ethos-U
+program on --on qemu, a TOSA graph the reference model refuses, no QEMU stand-in, bad input).
 """
 
 from __future__ import annotations
@@ -107,6 +108,54 @@ def _qemu_elf(
     rec = result.project
     kind = "zephyr" if rec.rtos == "zephyr" else "baremetal"
     return Path(result.elf), kind, rec.zephyr_target if kind == "zephyr" else None
+
+
+def _is_ethos_u(record: ProjectRecord, report: Any) -> bool:
+    return (record.backend or report.backend) == "ethos-u" or any(
+        d.backend_id == "EthosUBackend" for d in report.delegates)
+
+
+def _run_tosa_reference(record: ProjectRecord, report: Any, report_path: Path, input_file: Path | None,
+                        as_json: bool) -> None:
+    """`armgen run --on tosa-reference`: the Ethos-U program on the host (armgen.firmware.tosa_run).
+
+    Raises:
+        RunError: not an Ethos-U program, bad input. ModelError: the TOSA reference model refuses a
+            graph, or the program was compiled without its TOSA graphs. ArmgenError (exit 1): a check failed.
+    """
+    from armgen.firmware.host_io import load_input_file
+    from armgen.firmware.tosa_run import describe, run_on_tosa_reference
+
+    if not _is_ethos_u(record, report):
+        raise RunError(f"project {record.name} has no Ethos-U delegate: there is no TOSA graph to run",
+                       hint="run it on QEMU: armgen run (--on qemu)")
+    inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
+    err_console.print(f"running {record.name} on the host: TOSA reference model + host kernels...", highlight=False)
+    rr = run_on_tosa_reference(report, report_dir=report_path.parent, inputs=inputs,
+                               input_source=str(input_file) if input_file else None,
+                               classifier=bool(_class_labels(record)))
+    if as_json:
+        click.echo(json.dumps(rr.to_dict(), indent=2, sort_keys=True))
+    else:
+        for line in describe(rr):
+            out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not rr.matches_reference:
+        first = next(f for f in rr.findings if f.severity == "error")
+        raise ArmgenError(f"run check failed on the TOSA reference model: {first.subject}: {first.message}",
+                          exit_code=1)
+
+
+def _class_labels(record: ProjectRecord) -> tuple[str, ...]:
+    """The output classes' names: the record's, else a built-in sample's ``CLASS_LABELS`` (() for others)."""
+    from armgen.model.model_source import declared_frontend, sample_names
+
+    model = record.model
+    if model is None:
+        return ()
+    if model.labels:
+        return tuple(model.labels)
+    name = model.source.removeprefix("sample:")
+    return declared_frontend(name)[1] if model.source.startswith("sample:") and name in sample_names() else ()
 
 
 def _runnable_emulator(record: ProjectRecord, board: Any, report: Any) -> Any:
@@ -221,6 +270,10 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
 @click.option("--baremetal-standin", is_flag=True,
               help="For a Zephyr project: run the program in a bare-metal build for the QEMU stand-in "
                    "instead of the Zephyr image.")
+@click.option("--on", "run_on", type=click.Choice(["qemu", "tosa-reference"]), default=None,
+              help="Where to run: qemu (the firmware, Cortex-M programs) or tosa-reference (an Ethos-U "
+                   "program on the host: its delegates in the TOSA reference model, its CPU ops with the "
+                   "host kernels; not the NPU). Default: qemu, tosa-reference for Ethos-U programs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout.")
 @click.pass_context
 def run_command(
@@ -232,6 +285,7 @@ def run_command(
     repeat: int,
     rebuild: bool,
     baremetal_standin: bool,
+    run_on: str | None,
     as_json: bool,
 ) -> None:
     """Run PROJECT's firmware on QEMU and check its outputs against the reference.
@@ -241,6 +295,10 @@ def run_command(
     the reference (the lowered program run on the host with the cortex_m host kernels; pass: every
     output within 1 LSB), checks they are not degenerate, and reports pool and stack use and an
     instruction count (not silicon cycles).
+
+    An Ethos-U program cannot run on QEMU (no NPU model): it runs on the host instead (--on
+    tosa-reference), its delegated partitions in the TOSA reference model and its CPU ops with the host
+    reference kernels, checked against its own quantized reference; the report says what did not run.
     """
     from armgen.boards import load_board
     from armgen.firmware.host_io import load_input_file
@@ -256,6 +314,9 @@ def run_command(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
 
+    if run_on == "tosa-reference" or (run_on is None and _is_ethos_u(record, report)):
+        _run_tosa_reference(record, report, report_path, input_file, as_json)
+        return
     emu = _runnable_emulator(record, board, report)
     cpu_line = _cpu_line(report, board, emu)
 

@@ -34,14 +34,17 @@ Outputs in ``out_dir`` (written to a temporary folder first, then moved in):
 ``<name>.pte``, ``<name>.report.json``, ``<name>.pt2`` (the quantized ``torch.export``
 program), ``<name>.reference.npz`` (``input_<i>``/``output_<i>``, see :data:`REFERENCE_KINDS`),
 for Cortex-M ``<name>.lowered.pt2`` (the lowered edge program, see :mod:`armgen.model.lowered_program`)
-and, for Ethos-U, ``<name>.vela.txt`` (Vela's summary).
+and, for Ethos-U, ``<name>.vela.txt`` (Vela's summary), ``<name>.delegate<i>.tosa`` (each delegate's TOSA
+graph as handed to Vela), ``<name>.host.pt2`` (the lowered edge program with the delegates) and
+``<name>.float.pt2`` (the float model), which :mod:`armgen.model.npu_host` runs on the host.
 
 The reference outputs of a Cortex-M program come from the lowered edge program (after the
 Cortex-M passes) run on the host with the ``cortex_m::`` ops' host implementations
 (``executorch/backends/cortex_m/ops/operators.py``), on the very int8 input the firmware gets:
 they follow CMSIS-NN's integer arithmetic, which the quantized model before lowering does not
-(measured: up to 7 LSB apart on kws). An Ethos-U program's delegate cannot run on the host, so
-its reference is the quantized model's.
+(measured: up to 7 LSB apart on kws). An Ethos-U program's reference is the quantized model's
+(``EthosUQuantizer``); :mod:`armgen.model.npu_host` runs the program itself on the host (delegates in
+the TOSA reference model) to compare with it.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ import numpy as np
 import torch
 
 from armgen.errors import ArmgenError, ModelError, ProgramError
-from armgen.model import vela
+from armgen.model import npu_host, vela
 from armgen.model.compile_outputs import as_arrays as _as_arrays
 from armgen.model.compile_outputs import looks_like_classifier as _looks_like_classifier
 from armgen.model.compile_outputs import one_line as _one_line
@@ -71,9 +74,9 @@ from armgen.model.compile_outputs import quiet as _quiet
 from armgen.model.compile_outputs import reference_arrays as _reference_arrays
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
 from armgen.model.layer_support import check_layers
-from armgen.model.lowered_program import save_lowered_program
+from armgen.model.lowered_program import save_lowered_program, strip_volatile_meta
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
-from armgen.model.placement import float_fallback_warnings, layers_of
+from armgen.model.placement import cpu_reasons, float_fallback_warnings, layers_of
 from armgen.model.program_report import ProgramReport, VelaInfo
 from armgen.model.quality import format_quality
 from armgen.model.vela import parse_vela_summary  # part of this module's API (__all__)
@@ -223,15 +226,16 @@ def _lower_cortex_m(qep: Any, cpu: str) -> tuple[Any, list, list]:
     return edge, ins, outs
 
 
-def _lower_ethos_u(qep: Any, spec: Any) -> tuple[Any, list, list]:
-    from executorch.backends.arm.ethosu import EthosUPartitioner
+def _lower_ethos_u(qep: Any, spec: Any, rejected: dict[str, str]) -> tuple[Any, list, list]:
+    """Lower for Vela; ``rejected`` gets the partitioner's reason for every node it left on the CPU
+    (node name -> reason)."""
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     from armgen.model.passes import order
 
     edge = to_edge_transform_and_lower(
         qep,
-        partitioner=[EthosUPartitioner(spec)],
+        partitioner=[vela.reporting_partitioner(spec, rejected)],
         compile_config=EdgeCompileConfig(_check_ir_validity=False),
     )
     ins, outs = _boundary_qparams(edge.exported_program())
@@ -301,18 +305,24 @@ def compile_model(
         qmodel, qep = _quantize(
             model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file
         )
-    vela_text = io.StringIO()
-    edge, in_q, out_q, spec = _lower(qep, backend, target, cpu, system_config, memory_mode, vela_config_file,
-                                     vela_text)
-    # to_executorch() rewrites the edge program in place: keep the lowered one to run on the host for
-    # the reference (Cortex-M only; a delegate cannot run on the host).
-    lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
+    vela_text, rejected = io.StringIO(), dict[str, str]()
+    with tempfile.TemporaryDirectory(prefix="armgen-tosa-") as artifacts:
+        edge, in_q, out_q, spec = _lower(qep, backend, target, cpu, system_config, memory_mode, vela_config_file,
+                                         vela_text, Path(artifacts), rejected)
+        # to_executorch() rewrites the edge program in place: keep the lowered one to run on the host
+        # (Cortex-M: the reference; Ethos-U: with each delegate's TOSA graph, armgen.model.npu_host).
+        lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
+        npu = npu_host.host_artifacts(edge, Path(artifacts)) if backend == "ethos-u" else None
     layers = layers_of(edge.exported_program())  # the model's layer of each kernel call, before emitting
+    reasons = cpu_reasons(edge.exported_program(), rejected)
     pte_bytes = _to_pte(edge, target, vela_text)
-    vela_infos = vela.vela_infos(target, spec, vela_text, notes) if backend == "ethos-u" else ()
+    vela_infos: tuple[VelaInfo, ...] = ()
+    if npu is not None:
+        vela_infos = vela.with_per_layer(vela.vela_infos(target, spec, vela_text, notes), npu.tosa,
+                                         [m.processed_bytes for m in npu_host.delegate_modules(npu.program)], spec)
 
     report, files = _program_report(pte_bytes, name, backend, target, cpu, in_q, out_q, vela_infos, warns,
-                                    lowered is not None, layers)
+                                    lowered is not None, layers, len(npu.tosa) if npu else 0, reasons)
     classifier = bool(src.class_labels) if src.kind == "sample" else _looks_like_classifier(report)
     quality = _quality(calib, float_outs, report, in_q, out_q, lowered, qmodel, target, classifier)
     report = dataclasses.replace(report, untrained_weights=src.untrained, classifier=classifier,
@@ -323,7 +333,7 @@ def compile_model(
     float_ref.update({f"output_{i}": a for i, a in enumerate(_as_arrays(run_forward(model, ref_inputs, where)))})
 
     written = _write_outputs(Path(out_dir), name, pte_bytes, (qep, float_ep), lowered, (arrays, float_ref), report,
-                             files, vela_text, target)
+                             files, vela_text, target, npu)
     return CompileResult(
         report=report,
         pte_path=written["pte"],
@@ -337,6 +347,7 @@ def compile_model(
 def _program_report(
     pte_bytes: bytes, name: str, backend: str, target: str, cpu: str, in_q: list[Any], out_q: list[Any],
     vela_infos: tuple[VelaInfo, ...], warns: list[str], has_lowered: bool, layers: tuple[tuple[str, str], ...] = (),
+    n_tosa: int = 0, reasons: tuple[str, ...] = (),
 ) -> tuple[ProgramReport, dict[str, str]]:
     """The program report (read from the ``.pte`` with ExecuTorch's deserializer, plus what only the
     compile stage knows) and the file names of the other outputs by role.
@@ -354,10 +365,14 @@ def _program_report(
         files["lowered_program"] = f"{name}.lowered.pt2"
     if backend == "ethos-u":
         files["vela_summary"] = f"{name}.vela.txt"
+    if n_tosa:
+        files[npu_host.HOST_PROGRAM_ROLE] = f"{name}.host.pt2"
+        for i in range(n_tosa):
+            files[npu_host.TOSA_ROLE.format(index=i)] = f"{name}.delegate{i}.tosa"
     extras = ProgramExtras(
         name=name, backend=backend, target=target, cpu=cpu,
         input_quant=tuple(in_q), output_quant=tuple(out_q), vela=vela_infos,
-        files=files, warnings=tuple(warns), layers=layers,
+        files=files, warnings=tuple(warns), layers=layers, reasons=reasons,
     )
     report = report_from_pte_bytes(pte_bytes, f"{name}.pte", extras, source=f"the {target} program of {name}")
     _check_io_quant(report)
@@ -390,11 +405,13 @@ def _model_to_compile(
 
 def _lower(
     qep: Any, backend: str, target: str, cpu: str, system_config: str | None, memory_mode: str | None,
-    vela_config_file: str | Path | None, vela_text: io.StringIO,
+    vela_config_file: str | Path | None, vela_text: io.StringIO, artifacts: Path, rejected: dict[str, str],
 ) -> tuple[Any, list[Any], list[Any], Any]:
     """The quantized program lowered to the edge dialect for CMSIS-NN or Vela: (edge program manager,
     input quantization, output quantization, Ethos-U compile spec or None). Vela's output goes to
-    ``vela_text``.
+    ``vela_text``; for Ethos-U, the TOSA graph of every delegate to ``artifacts`` (the compile spec's
+    ``dump_intermediate_artifacts_to``, where Vela also works), and the partitioner's reason for every
+    node it left on the CPU to ``rejected``.
 
     Raises:
         ModelError: lowering failed (one line from whichever layer failed).
@@ -407,10 +424,14 @@ def _lower(
             else:
                 spec = vela.ethos_u_compile_spec(target, system_config, memory_mode,
                                                  str(vela_config_file) if vela_config_file else None)
-                edge, in_q, out_q = _lower_ethos_u(qep, spec)
+                spec.dump_intermediate_artifacts_to(str(artifacts))
+                edge, in_q, out_q = _lower_ethos_u(qep, spec, rejected)
     except ArmgenError:
         raise
     except Exception as exc:  # noqa: BLE001 - lowering errors come from many layers
+        if vela.raised_in_vela(exc):
+            raise ModelError(f"Vela failed to compile the {target} delegate: {_one_line(exc)}",
+                             hint="check the Vela system config, memory mode and config file") from exc
         raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
     return edge, in_q, out_q, spec
 
@@ -504,6 +525,7 @@ def _write_outputs(
     out_dir: Path, name: str, pte_bytes: bytes, programs: tuple[Any, Any], lowered: Any,
     references: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
     report: ProgramReport, files: dict[str, str], vela_text: io.StringIO, target: str,
+    npu: npu_host.HostArtifacts | None = None,
 ) -> dict[str, Path]:
     """Write the ``.pte``, report, quantized, float and lowered programs, the int8 and float references
     and Vela summary into a temporary folder, then move each into ``out_dir``: ``{role: path}``.
@@ -520,17 +542,19 @@ def _write_outputs(
     try:
         (tmp / f"{name}.pte").write_bytes(pte_bytes)
         for ep, role in zip(programs, ("quantized_program", "float_program"), strict=True):
-            _strip_volatile_meta(ep)
+            strip_volatile_meta(ep)
             with _quiet():
                 torch.export.save(ep, str(tmp / files[role]))
         if lowered is not None:
-            _strip_volatile_meta(lowered)
+            strip_volatile_meta(lowered)
             try:
                 save_lowered_program(lowered, tmp / files["lowered_program"])
             except OSError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the serializer raises its own types
                 raise ModelError(f"cannot save the lowered {target} program: {_one_line(exc)}") from exc
+        if npu is not None:
+            npu_host.write_host_artifacts(tmp, files, npu, target)
         _write_npz(tmp / files["reference"], references[0])
         _write_npz(tmp / files["float_reference"], references[1])
         if "vela_summary" in files:
@@ -546,16 +570,6 @@ def _write_outputs(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return written
-
-
-def _strip_volatile_meta(ep: Any) -> None:
-    """Drop node provenance that embeds object ids (``from_node``), so the ``.pt2`` is reproducible.
-
-    Loading the ``.pt2`` needs the ``quantized_decomposed`` ops registered first
-    (``import torchao.quantization.pt2e.quantize_pt2e``).
-    """
-    for node in ep.graph_module.graph.nodes:
-        node.meta.pop("from_node", None)
 
 
 def _check_io_quant(report: ProgramReport) -> None:

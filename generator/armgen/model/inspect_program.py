@@ -73,6 +73,7 @@ class ProgramExtras:
     files: dict[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     layers: tuple[tuple[str, str], ...] = ()  # (op name, layer path) per kernel call, execution order
+    reasons: tuple[str, ...] = ()  # why each of those stayed on the CPU (Ethos-U partitioner), "" for none
 
 
 # ---- kernel libraries ------------------------------------------------------------------------
@@ -328,6 +329,9 @@ def _delegates(program: Any, plan: Any, extras: ProgramExtras) -> tuple[Delegate
                 cycles=base.cycles if base else None,
                 sram_bytes=base.sram_bytes if base else None,
                 flash_bytes=base.flash_bytes if base else None,
+                layers=base.layers if base else (),
+                config_file=base.config_file if base else "",
+                vela_clock_hz=base.vela_clock_hz if base else None,
             )
         out.append(DelegateInfo(backend_id=d.id, blob_size=blob_size, vela=vela))
     return tuple(out)
@@ -400,7 +404,7 @@ def report_from_pte_bytes(
         stats=_stats(plan),
         files=dict(extras.files),
         warnings=tuple(extras.warnings),
-        placement=plan_placement(plan, libraries, extras.layers),
+        placement=plan_placement(plan, libraries, extras.layers, extras.reasons),
     )
     # The method allocator's need, replayed once here so later stages size pools from the report.
     return dataclasses.replace(report, method_allocator=plan_method_allocator(data, report.temp_allocator_size))
@@ -442,6 +446,7 @@ def inspect_pte(path: Path) -> ProgramReport:
                 files=old.files,
                 warnings=old.warnings,
                 layers=tuple((r.op, r.layer) for r in old.placement if r.library != "delegate"),
+                reasons=tuple(r.reason for r in old.placement if r.library != "delegate"),
             )
     return report_from_pte_bytes(data, path.name, extras, source=str(path))
 

@@ -39,6 +39,16 @@ def save_lowered_program(ep: Any, path: Path | str) -> None:
             dst.writestr(info, src.read(item.filename))
 
 
+def strip_volatile_meta(ep: Any) -> None:
+    """Drop node provenance that embeds object ids (``from_node``), so a saved program is reproducible.
+
+    Loading a quantized ``.pt2`` needs the ``quantized_decomposed`` ops registered first
+    (``import torchao.quantization.pt2e.quantize_pt2e``).
+    """
+    for node in ep.graph_module.graph.nodes:
+        node.meta.pop("from_node", None)
+
+
 def register_cortex_m_ops() -> None:
     """Register the ``cortex_m::`` ops (with host implementations) and ``quantized_decomposed``.
 
@@ -113,4 +123,7 @@ def exact_integer_convolution() -> Iterator[None]:
         setattr(operators, "F", original)  # noqa: B010
 
 
-__all__ = ["exact_integer_convolution", "load_lowered_program", "register_cortex_m_ops", "save_lowered_program"]
+__all__ = [
+    "exact_integer_convolution", "load_lowered_program", "register_cortex_m_ops", "save_lowered_program",
+    "strip_volatile_meta",
+]

@@ -60,8 +60,18 @@ def layers_of(exported_program: Any) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def cpu_reasons(exported_program: Any, rejected: dict[str, str]) -> tuple[str, ...]:
+    """Why each kernel node of :func:`layers_of` stayed on the CPU: ``rejected[node name]`` (the
+    partitioner's reason), "" for the nodes it did not reject; parallel to :func:`layers_of`."""
+    out = []
+    for node in exported_program.graph.nodes:
+        if node.op == "call_function" and getattr(node.target, "_schema", None) is not None:
+            out.append(rejected.get(node.name, ""))
+    return tuple(out)
+
+
 def plan_placement(
-    plan: Any, libraries: Sequence[str], layers: Sequence[tuple[str, str]] = ()
+    plan: Any, libraries: Sequence[str], layers: Sequence[tuple[str, str]] = (), reasons: Sequence[str] = ()
 ) -> tuple[OpPlacement, ...]:
     """One :class:`OpPlacement` per kernel or delegate call of ``execution_plan[0]``.
 
@@ -69,10 +79,12 @@ def plan_placement(
         plan: the deserialized execution plan. libraries: the kernel library of each of
             ``plan.operators`` (by operator index). layers: ``(op name, layer)`` in execution order
             (:func:`layers_of`), matched to the calls by name in order; unmatched calls get "".
+            reasons: why each of ``layers``' nodes stayed on the CPU ("" for none; parallel to ``layers``,
+            :func:`cpu_reasons`).
     """
     values = plan.values
     rows: list[OpPlacement] = []
-    pending = list(layers)
+    pending = [(name, path, reasons[j] if j < len(reasons) else "") for j, (name, path) in enumerate(layers)]
     for chain in plan.chains:
         for ins in chain.instructions:
             args = ins.instr_args
@@ -92,14 +104,14 @@ def plan_placement(
                 # several outputs (native_layer_norm.out: out, mean, rstd) return a list: the first is the result
                 out = values[list(last.items)[0]].val
             dtype = DTYPE_NAMES.get(out.scalar_type.name, out.scalar_type.name.lower()) if out is not None else ""
-            layer = ""
-            for j, (name, path) in enumerate(pending):
+            layer = reason = ""
+            for j, (name, path, why) in enumerate(pending):
                 if name == op.name:
-                    layer, pending = path, pending[j + 1:]
+                    layer, reason, pending = path, why, pending[j + 1:]
                     break
             inputs = [t for t in tensors if t is not out]
             rows.append(OpPlacement(len(rows), op.name, libraries[args.op_index], dtype,
-                                    _macs(op.name, inputs, out) if out is not None else 0, layer))
+                                    _macs(op.name, inputs, out) if out is not None else 0, layer, reason))
     return tuple(rows)
 
 

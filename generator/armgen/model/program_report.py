@@ -60,10 +60,41 @@ class OperatorInfo:
 
 
 @dataclass(frozen=True)
+class VelaLayer:
+    """Vela's estimate for one NPU operation of a delegate (its per-layer performance table).
+
+    Read from the performance database Vela writes with ``--verbose-performance --enable-debug-db``
+    (``<name>_debug.xml``: tables ``perf`` and ``perf_debug``; ethos-u-vela 5.1.0
+    ``stats_writer.write_regor_db``), the same figures as its ``_per-layer.csv``.
+
+    Attributes:
+        name: the TOSA operator's tensor name (``tosa_rescale_default_2``).
+        original_op: the TOSA operator it came from (``Conv2D``, ``DepthwiseConv2D``, ``Rescale``).
+        npu_op: what Vela runs it as on the NPU (``Conv2D``, ``MemoryCopy``, ``LUT``).
+        cycles: Vela's ``op_cycles`` (NPU cycles, the maximum of compute and memory access).
+        npu_cycles: the NPU's compute cycles alone.
+        macs: multiply-accumulates.
+        read_bytes: bytes the operation reads, per memory area as Vela names it (``Sram``, ``Dram``,
+            ``OnChipFlash``, ``OffChipFlash``: feature maps, weights, scales and look-up tables added).
+    """
+
+    name: str
+    original_op: str
+    npu_op: str
+    cycles: int
+    npu_cycles: int
+    macs: int
+    read_bytes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class VelaInfo:
     """What Vela compiled for one Ethos-U delegate (from the blob and Vela's own summary).
 
-    Sizes are in bytes, cycles in NPU cycles as estimated by Vela (not measured).
+    Sizes are in bytes, cycles in NPU cycles as estimated by Vela (not measured). ``layers`` is Vela's
+    per-layer estimate (:class:`VelaLayer`), ``config_file`` the Vela ``.ini`` the system config came
+    from (``Arm/vela.ini`` for Vela's built-in one), ``vela_clock_hz`` the NPU clock that system config
+    assumes (Hz; a config's value, not a board's).
     """
 
     accelerator_config: str
@@ -76,6 +107,20 @@ class VelaInfo:
     cycles: int | None = None
     sram_bytes: int | None = None
     flash_bytes: int | None = None
+    layers: tuple[VelaLayer, ...] = ()
+    config_file: str = ""
+    vela_clock_hz: float | None = None
+
+    @property
+    def layer_cycles(self) -> int:
+        """The sum of the layers' ``cycles`` (NPU cycles)."""
+        return sum(x.cycles for x in self.layers)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VelaInfo:
+        """Build from :func:`dataclasses.asdict` output (layers as dicts)."""
+        layers = tuple(VelaLayer(**x) for x in d.get("layers", ()))
+        return cls(**{**d, "layers": layers})
 
 
 @dataclass(frozen=True)
@@ -128,6 +173,8 @@ class OpPlacement:
         dtype: the call's output dtype (``int8``, ``float32``; "" for delegates).
         macs: multiply-accumulates of the call (convolutions, linear, matrix products; 0 otherwise).
         layer: the model's module path the call came from (``features.0``; "" when unknown).
+        reason: for a call of an Ethos-U program that stayed on the CPU, why the partitioner left it
+            out of the NPU partitions (ExecuTorch's ``WhyNoPartitionReporter``); "" otherwise.
     """
 
     index: int
@@ -136,6 +183,7 @@ class OpPlacement:
     dtype: str
     macs: int
     layer: str
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,7 +234,8 @@ class ProgramReport:
             (keys: ``"quantized_program"`` -> ``.pt2``, ``"reference"`` -> ``.npz`` with
             ``input_<i>``/``output_<i>`` arrays for the sample's deterministic inputs and
             ``reference_kind``; Cortex-M: ``"lowered_program"`` -> ``.lowered.pt2``, the lowered
-            edge program the reference outputs come from, see armgen.model.lowered_program).
+            edge program the reference outputs come from, see armgen.model.lowered_program; Ethos-U:
+            ``"host_program"``, ``"float_program"`` and ``"delegate<i>_tosa"``, see armgen.model.npu_host).
         warnings: human-readable warnings raised while compiling.
         placement: where each call runs (library, dtype, MACs, layer), in execution order.
         quality: the quantized program against the float model on the calibration inputs, one
@@ -257,7 +306,7 @@ class ProgramReport:
             DelegateInfo(
                 backend_id=d["backend_id"],
                 blob_size=d["blob_size"],
-                vela=VelaInfo(**d["vela"]) if d.get("vela") else None,
+                vela=VelaInfo.from_dict(d["vela"]) if d.get("vela") else None,
             )
             for d in data["delegates"]
         )

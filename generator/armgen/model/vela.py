@@ -9,11 +9,28 @@ report's :class:`~armgen.model.program_report.VelaInfo` records.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import dataclasses
 import io
+import os
 import re
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
-from armgen.model.program_report import VelaInfo
+import numpy as np
+
+from armgen.errors import ModelError
+from armgen.model.inspect_program import iter_vela_blocks
+from armgen.model.program_report import VelaInfo, VelaLayer
+
+#: Vela's memory areas in its performance database (column prefixes of ``perf_debug``), in the
+#: order reports list them. ``shram`` (the NPU's internal buffer) is not a system memory and left out.
+MEMORY_AREAS = ("Sram", "Dram", "OnChipFlash", "OffChipFlash")
+#: What a layer reads from an area: these ``perf_debug`` columns, each prefixed by the area.
+_READ_KINDS = ("FeatureMap_read", "Weights_read", "Scales_read", "Lut_read")
 
 _VELA_PATTERNS = {
     "sram_bytes": re.compile(r"^Total SRAM used\s+([\d.]+)\s+KiB", re.M),
@@ -91,3 +108,134 @@ def clean_vela_text(text: str) -> str:
     """Keep Vela's printed summary, dropping temp-dir paths so the file is deterministic."""
     lines = [re.sub(r"/tmp[^\s]*", "<tmp>", line.rstrip()) for line in text.splitlines()]
     return "\n".join(lines).strip() + "\n"
+
+
+def _db_tables(xml_text: str) -> dict[str, list[dict[str, str]]]:
+    """The tables of Vela's ``<name>_debug.xml`` (CSV inside CDATA) as rows of ``{column: text}``."""
+    tables = {}
+    for table in ET.fromstring(xml_text).iter("table"):
+        rows = list(csv.reader(io.StringIO((table.text or "").strip())))
+        if rows:
+            tables[str(table.get("name"))] = [dict(zip(rows[0], r, strict=False)) for r in rows[1:]]
+    return tables
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(float(text)) if text else 0
+    except ValueError:
+        return 0
+
+
+def layers_from_debug_db(xml_text: str) -> tuple[VelaLayer, ...]:
+    """Vela's per-layer estimates from its performance database (tables ``perf``, ``perf_debug`` and
+    ``source``, joined as ethos-u-vela 5.1.0's ``stats_writer.postprocess_regor_performance_database``
+    joins them for ``_per-layer.csv``), in Vela's order."""
+    tables = _db_tables(xml_text)
+    debug = {r.get("id"): r for r in tables.get("perf_debug", [])}
+    source = {r.get("id"): r.get("operator", "") for r in tables.get("source", [])}
+    layers = []
+    for row in tables.get("perf", []):
+        d = debug.get(row.get("id"), {})
+        reads = {area: sum(_int(d.get(area + kind)) for kind in _READ_KINDS) for area in MEMORY_AREAS}
+        layers.append(VelaLayer(
+            name=row.get("name", ""), original_op=source.get(row.get("source_id"), "") or "",
+            npu_op=row.get("operator", ""), cycles=_int(row.get("op_cycles")), npu_cycles=_int(row.get("npu_cycles")),
+            macs=_int(row.get("mac_count")), read_bytes={k: v for k, v in reads.items() if v or f"{k}_ac" in row},
+        ))
+    return tuple(layers)
+
+
+def _config_file(spec: Any) -> str:
+    """The Vela ``.ini`` of the compile spec (``--config=``), or Vela's built-in ``Arm/vela.ini``."""
+    from ethosu.vela.architecture_features import CONFIG_FILES_PATH
+
+    path = compile_flag(spec, "--config")  # ExecuTorch names Vela's own as "Arm/vela.ini", relative to it
+    if not path:
+        return "Arm/vela.ini (Vela built-in)"
+    if not Path(path).is_absolute() and (Path(CONFIG_FILES_PATH) / path).is_file():
+        return f"{path} (Vela built-in)"
+    return Path(path).name
+
+
+def per_layer_estimates(
+    tosa: bytes, spec: Any, blob: bytes, what: str
+) -> tuple[tuple[VelaLayer, ...], float | None]:
+    """Vela's per-layer estimates for one delegate: Vela run again on the delegate's TOSA graph with the
+    compile spec's own flags, plus ``--verbose-performance --enable-debug-db`` (ExecuTorch's
+    ``arm_vela.vela_compile`` runs every delegate in one folder under one name, so each delegate's
+    per-layer files would overwrite the last one's). The second compile must give the very command
+    stream the ``.pte``'s blob holds, else it is refused.
+
+    Returns:
+        (the layers, the NPU clock the system config assumes in Hz, None when not read).
+
+    Raises:
+        ModelError: Vela fails, writes no performance database, or its command stream differs from the blob's.
+    """
+    from ethosu.vela import vela as vela_cli
+
+    with tempfile.TemporaryDirectory(prefix="armgen-vela-") as tmp:
+        graph = Path(tmp) / "delegate.tosa"
+        graph.write_bytes(tosa)
+        args = [*spec.compiler_flags, "--verbose-performance", "--enable-debug-db", f"--output-dir={tmp}/out",
+                str(graph)]
+        text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(text):
+                vela_cli.main(" ".join(args).split(" "))  # as arm_vela.vela_compile calls it
+            db = (Path(tmp) / "out" / "delegate_debug.xml").read_text()
+            with np.load(Path(tmp) / "out" / "delegate_vela.npz") as npz:
+                cmd = npz["cmd_data"].tobytes()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - Vela raises many types
+            raise ModelError(f"Vela's per-layer estimate of {what} failed: {type(exc).__name__}: {exc}") from None
+    if cmd != dict(iter_vela_blocks(blob)).get("cmd_data"):
+        raise ModelError(f"Vela compiled {what}'s TOSA graph to another command stream than the program's")
+    m = re.search(r"^Accelerator clock\s+([\d.]+)\s+MHz", text.getvalue(), re.M)
+    return layers_from_debug_db(db), float(m.group(1)) * 1e6 if m else None
+
+
+def with_per_layer(
+    infos: tuple[VelaInfo, ...], tosa: tuple[bytes, ...], blobs: list[bytes], spec: Any
+) -> tuple[VelaInfo, ...]:
+    """``infos`` (one per delegate) with Vela's per-layer estimates, config file and clock added.
+
+    Raises:
+        ModelError: as :func:`per_layer_estimates`; or the delegate counts differ.
+    """
+    if not (len(infos) == len(tosa) == len(blobs)):
+        raise ModelError(f"Vela printed {len(infos)} summaries for {len(tosa)} delegates")
+    out = []
+    for i, (info, graph, blob) in enumerate(zip(infos, tosa, blobs, strict=True)):
+        layers, clock = per_layer_estimates(graph, spec, blob, f"delegate {i}")
+        out.append(dataclasses.replace(info, layers=layers, config_file=_config_file(spec), vela_clock_hz=clock))
+    return tuple(out)
+
+
+def raised_in_vela(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside Vela (the ``ethosu`` package), which ExecuTorch's Ethos-U
+    backend calls from ``preprocess`` (``backends/arm/arm_vela.py``: ``vela.main``)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"{os.sep}ethosu{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def reporting_partitioner(spec: Any, rejected: dict[str, str]) -> Any:
+    """ExecuTorch's ``EthosUPartitioner`` for ``spec`` that records, into ``rejected`` (node name ->
+    reason), why it left each node out of the NPU partitions: its ``partition`` makes a
+    ``WhyNoPartitionReporter`` and only logs it (``backends/arm/tosa/partitioner.py``, executorch 1.5.1;
+    ``_tag_module`` is handed the reporter)."""
+    from executorch.backends.arm.ethosu import EthosUPartitioner
+
+    class ReportingPartitioner(EthosUPartitioner):
+        def _tag_module(self, graph_module: Any, containing_program: Any, reporter: Any, *args: Any,
+                        **kwargs: Any) -> Any:
+            tags = super()._tag_module(graph_module, containing_program, reporter, *args, **kwargs)
+            # the reporter's own record ({node: reason}); it has no public accessor, only a text table
+            rejected.update({n.name: str(why) for n, why in reporter._rejected_nodes.items()})
+            return tags
+
+    return ReportingPartitioner(spec)
