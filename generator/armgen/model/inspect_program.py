@@ -428,6 +428,7 @@ def inspect_pte(path: Path) -> ProgramReport:
     except OSError as exc:
         raise ProgramError(f"{path}: cannot read ({exc.strerror})") from exc
     extras = ProgramExtras()
+    old = None
     sidecar = path.with_name(path.stem + ".report.json")
     if sidecar.is_file():
         try:
@@ -448,7 +449,18 @@ def inspect_pte(path: Path) -> ProgramReport:
                 layers=tuple((r.op, r.layer) for r in old.placement if r.library != "delegate"),
                 reasons=tuple(r.reason for r in old.placement if r.library != "delegate"),
             )
-    return report_from_pte_bytes(data, path.name, extras, source=str(path))
+        else:
+            old = None
+    report = report_from_pte_bytes(data, path.name, extras, source=str(path))
+    if old is None:
+        return report
+    # What only the compile stage measured (the program cannot say it): int8 against float, whether
+    # the model is a classifier, how many calibration inputs it saw, whether its weights were trained.
+    return dataclasses.replace(report, **{k: getattr(old, k) for k in COMPILE_TIME_FIELDS})
+
+
+#: :class:`ProgramReport` fields that only the compile stage knows; ``inspect`` keeps them from the sidecar.
+COMPILE_TIME_FIELDS = ("quality", "classifier", "calibration_samples", "untrained_weights")
 
 
 def _q(t: TensorInfo) -> IoQuantization | None:
