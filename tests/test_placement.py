@@ -145,3 +145,16 @@ def test_tables_are_not_cut_when_piped():
     text = out.getvalue()
     assert name in text and "cortex_m::quantized_depthwise_conv2d" in text, text
     assert console.width == 80  # the console's own width is left as it was
+
+
+def test_mac_ops_are_matched_by_word():
+    """upsample_bilinear2d contains "linear" and was counted as 100 % of a model's MACs."""
+    from armgen.model.placement import does_macs
+
+    for name in ("cortex_m::quantized_conv2d", "cortex_m::quantized_depthwise_conv2d", "aten::convolution",
+                 "cortex_m::quantized_linear", "aten::linear", "aten::addmm", "aten::bmm", "aten::mm",
+                 "aten::matmul", "cortex_m::quantized_batch_matmul"):
+        assert does_macs(name), name
+    for name in ("aten::upsample_bilinear2d", "aten::add", "cortex_m::quantized_avg_pool2d", "aten::mean",
+                 "cortex_m::quantize_per_tensor"):
+        assert not does_macs(name), name

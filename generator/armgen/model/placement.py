@@ -19,7 +19,14 @@ from armgen.model.program_report import OpPlacement, ProgramReport
 from armgen.model.tensors import DTYPE_NAMES
 
 #: Ops that multiply and accumulate (their MACs are counted), by name fragment.
-_MAC_OPS = ("conv", "linear", "mm", "matmul")
+
+
+def does_macs(name: str) -> bool:
+    """Whether an operator (``cortex_m::quantized_linear``) multiplies and accumulates: one of its
+    ``_``-separated words starts with ``conv``, ends with ``mm`` or is ``linear``/``matmul``. Words,
+    not substrings: ``upsample_bilinear2d`` contains "linear" and does no MACs."""
+    words = name.split("::")[-1].split("_")
+    return any(w.startswith("conv") or w.endswith("mm") or w in ("linear", "matmul") for w in words)
 
 #: Ops that only move or reshape data: listed in the placement, not warned about.
 DATA_MOVEMENT = frozenset({
@@ -117,7 +124,7 @@ def plan_placement(
 
 def _macs(name: str, inputs: Sequence[Any], out: Any) -> int:
     """MACs of one call: output elements x weight elements per output channel (0 for other ops)."""
-    if not any(k in name.split("::")[-1] for k in _MAC_OPS) or not inputs:
+    if not does_macs(name) or not inputs:
         return 0
     out_numel = prod(int(s) for s in out.sizes)
     # output channels: dim 1 of a convolution's (N, C, ...) output, the last dim of a linear/matrix product
