@@ -18,8 +18,6 @@ from typing import Any
 from armgen.model.program_report import OpPlacement, ProgramReport
 from armgen.model.tensors import DTYPE_NAMES
 
-#: Ops that multiply and accumulate (their MACs are counted), by name fragment.
-
 
 def does_macs(name: str) -> bool:
     """Whether an operator (``cortex_m::quantized_linear``) multiplies and accumulates: one of its
@@ -27,6 +25,7 @@ def does_macs(name: str) -> bool:
     not substrings: ``upsample_bilinear2d`` contains "linear" and does no MACs."""
     words = name.split("::")[-1].split("_")
     return any(w.startswith("conv") or w.endswith("mm") or w in ("linear", "matmul") for w in words)
+
 
 #: Ops that only move or reshape data: listed in the placement, not warned about.
 DATA_MOVEMENT = frozenset({
