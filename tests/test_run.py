@@ -524,7 +524,7 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
         'target = "ethos-u85-256"\ncpu = "cortex-m85"\nelf = "build/kws.elf"\n'
         '[model]\npte = "model/kws.pte"\nreport = "model/kws.report.json"\nsource = "sample:kws"\n'
     )
-    res = _armgen("run", str(tmp_path))
+    res = _armgen("run", str(tmp_path), "--on", "qemu")  # (the default for Ethos-U: the TOSA host run)
     assert res.returncode == 2, res.stderr
     assert "Ethos-U" in res.stderr and "QEMU has no Ethos-U model" in res.stderr
     assert (
@@ -536,7 +536,7 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     record = (tmp_path / "armgen.toml").read_text()
     record = record.replace('rtos = "baremetal"\n', 'rtos = "zephyr"\nzephyr_target = "mps4/corstone320/fvp"\n')
     (tmp_path / "armgen.toml").write_text(record)
-    res = _armgen("run", str(tmp_path))
+    res = _armgen("run", str(tmp_path), "--on", "qemu")
     assert res.returncode == 2, res.stderr
     assert "--rtos zephyr && armgen run kws_cpu --baremetal-standin" in res.stderr, res.stderr
 

@@ -127,6 +127,10 @@ def _int(text: str | None) -> int:
         return 0
 
 
+#: Names Vela gives operations it makes itself (a process-wide serial number), not a TOSA tensor's name.
+_VELA_SERIAL_NAME = re.compile(r"#\d+")
+
+
 def layers_from_debug_db(xml_text: str) -> tuple[VelaLayer, ...]:
     """Vela's per-layer estimates from its performance database (tables ``perf``, ``perf_debug`` and
     ``source``, joined as ethos-u-vela 5.1.0's ``stats_writer.postprocess_regor_performance_database``
@@ -134,12 +138,17 @@ def layers_from_debug_db(xml_text: str) -> tuple[VelaLayer, ...]:
     tables = _db_tables(xml_text)
     debug = {r.get("id"): r for r in tables.get("perf_debug", [])}
     source = {r.get("id"): r.get("operator", "") for r in tables.get("source", [])}
-    layers = []
+    layers: list[VelaLayer] = []
     for row in tables.get("perf", []):
         d = debug.get(row.get("id"), {})
         reads = {area: sum(_int(d.get(area + kind)) for kind in _READ_KINDS) for area in MEMORY_AREAS}
+        name = row.get("name", "")
+        if _VELA_SERIAL_NAME.fullmatch(name):
+            # an operation Vela made itself: "#<n>" numbers it in Vela's whole process, so the same
+            # program compiled after other programs got another number (a report that differed)
+            name = f"(Vela op {len(layers)})"
         layers.append(VelaLayer(
-            name=row.get("name", ""), original_op=source.get(row.get("source_id"), "") or "",
+            name=name, original_op=source.get(row.get("source_id"), "") or "",
             npu_op=row.get("operator", ""), cycles=_int(row.get("op_cycles")), npu_cycles=_int(row.get("npu_cycles")),
             macs=_int(row.get("mac_count")), read_bytes={k: v for k, v in reads.items() if v or f"{k}_ac" in row},
         ))

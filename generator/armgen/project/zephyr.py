@@ -88,6 +88,8 @@ ZEPHYR_CORE_SYMBOLS: dict[str, str] = {
     "TIMESLICING": "kernel/Kconfig",
     "UART_INTERRUPT_DRIVEN": "drivers/serial/Kconfig",
     "SYS_CLOCK_HW_CYCLES_PER_SEC": "kernel/Kconfig",
+    "HW_STACK_PROTECTION": "arch/Kconfig (v3.7.1 and v4.1.99)",
+    "STACK_SENTINEL": "subsys/debug/Kconfig (v3.7.1 and v4.1.99)",
     "ETHOS_U": "modules/hal_ethos_u/Kconfig (renamed from ARM_ETHOS_U in v4.2, migration guide 4.2)",
     "ETHOS_U_DCACHE": "drivers/misc/ethos_u/Kconfig",
     "ARM_ETHOS_U": "modules/hal_ethos_u/Kconfig before v4.2 and vendor forks (alifsemi/zephyr_alif)",
