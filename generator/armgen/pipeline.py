@@ -108,26 +108,23 @@ def _user_budgets(dest: Path) -> dict[str, Any] | None:
     """The ``[budgets]`` table (with ``[budgets.growth]``) of an existing project's armgen.toml, which
     ``armgen new --force`` keeps: budgets are the user's once the project exists (the board's defaults
     are only the first version). None when there is no readable record or no such table."""
-    import tomllib
+    from armgen.errors import ArmgenError
+    from armgen.project.record import read_record
 
     try:
-        data = tomllib.loads((dest / "armgen.toml").read_text())
-    except (OSError, ValueError):
+        record = read_record(dest / "armgen.toml", required=())
+    except ArmgenError:
         return None
-    table = data.get("budgets")
-    if not isinstance(table, dict):
+    if not isinstance(record.budgets, dict):
         return None
-    kept = dict(table)
+    kept = dict(record.budgets)
     # armgen before 0.1.0's explicit board budgets wrote the regions' whole capacity as flash/ram: that
     # was the board's default, not the user's, and would shadow the board's budgets for ever.
     try:
         from armgen.boards import default_budgets, load_board
 
-        name = str(data["board"])
-        path_like = "/" in name or name.endswith((".yaml", ".yml"))
-        capacity = default_budgets(load_board(str(dest / name) if path_like and not Path(name).is_absolute()
-                                              else name).regions)
-    except Exception:  # noqa: BLE001 - an unreadable board keeps the table as it is
+        capacity = default_budgets(load_board(str(record.board_spec)).regions)
+    except ArmgenError:  # an unreadable board keeps the table as it is
         return kept
     for key in ("flash", "ram"):
         if kept.get(key) == getattr(capacity, key):
