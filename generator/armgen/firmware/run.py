@@ -58,6 +58,7 @@ from armgen.model.program_report import ProgramReport
 from armgen.model.quality import format_quality, output_quality
 from armgen.model.reference import (
     ARITHMETIC_WARNING,
+    Reference,
     float_model_outputs,
     float_reference,
     load_reference,
@@ -113,15 +114,14 @@ class _QemuRuns:
 
 def _run_input(
     report: ProgramReport, report_dir: Path, inputs: Sequence[np.ndarray] | None, input_source: str | None,
-    findings: list[Finding], cache_dir: Path | None = None,
+    findings: list[Finding], reference: Reference | None, cache_dir: Path | None = None,
 ) -> tuple[bytes | None, str, Sequence[np.ndarray] | None, str | None]:
     """What the firmware is given and what it is compared with: (input.bin bytes or None, a label for
     the input, reference outputs or None, where the reference came from).
 
     Raises:
-        RunError: the given inputs do not fit the program, or the reference cannot be read.
+        RunError: the given inputs do not fit the program.
     """
-    reference = load_reference(report, report_dir)
     if inputs is not None:
         if len(inputs) != len(report.inputs):
             raise RunError(f"{len(inputs)} inputs given, the program takes {len(report.inputs)}")
@@ -252,6 +252,7 @@ def degenerate_causes(
 def _second_input_checked(
     runs: _QemuRuns, report: ProgramReport, report_dir: Path, outs: list[np.ndarray], findings: list[Finding],
     floats: tuple[np.ndarray, ...] | None = None, cache_dir: Path | None = None,
+    reference: Reference | None = None,
 ) -> bool:
     """Run a second, seeded input: its outputs must differ from the first input's (else the model is
     degenerate or the firmware ignores input.bin) and, where a reference can be computed, match it.
@@ -279,7 +280,7 @@ def _second_input_checked(
     try:
         if not alternate_checked:
             raise RunError("the firmware did not run it")
-        alt_ref = _saved_alternate(report, report_dir, alt)
+        alt_ref = _saved_alternate(reference, alt)
         if alt_ref is None:
             alt_ref = reference_outputs(report, report_dir, alt, cache_dir=cache_dir)
     except (RunError, ModelError) as exc:
@@ -292,15 +293,9 @@ def _second_input_checked(
     return alternate_checked
 
 
-def _saved_alternate(
-    report: ProgramReport, report_dir: Path, alt: Sequence[np.ndarray]
-) -> tuple[np.ndarray, ...] | None:
+def _saved_alternate(reference: Reference | None, alt: Sequence[np.ndarray]) -> tuple[np.ndarray, ...] | None:
     """The reference outputs the compile stage saved for the second input, when it saved them for
     exactly ``alt``; else None."""
-    try:
-        reference = load_reference(report, report_dir)
-    except ModelError:
-        return None
     if reference is None or reference.alternate_inputs is None or reference.alternate_outputs is None:
         return None
     same = len(reference.alternate_inputs) == len(alt) and all(
@@ -364,8 +359,9 @@ def run_firmware(
     findings: list[Finding] = []
     if report.untrained_weights:
         findings.append(Finding("warning", "weights", UNTRAINED_NOTE))
+    reference = load_reference(report, report_dir)  # read once: the first input's and the second's
     data, source, ref_outputs, ref_source = _run_input(report, report_dir, inputs, input_source, findings,
-                                                     reference_cache)
+                                                     reference, reference_cache)
     runs = _QemuRuns(elf, emulator, report, timeout, log_dir)
     log, outs, ticks_per_run, source = _repeated_runs(runs, data, repeat, inputs is not None, source, findings)
     checks, out_findings = compare_outputs(outs, ref_outputs, report.outputs)
@@ -380,7 +376,7 @@ def run_firmware(
     alternate_checked = False
     if check_alternate and data is not None and report.inputs:
         alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings, floats,
-                                                  reference_cache)
+                                                  reference_cache, reference)
     findings.extend(_log_findings(log, ticks_per_run, report))
     hz = SYSTICK_HZ.get(emulator.qemu_machine)
     return RunReport(
