@@ -201,7 +201,9 @@ def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):
               'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\nzephyr_release = "3.7"\n'
               'zephyr_target = "mps3/an547"\n')
     (proj / "armgen.toml").write_text(record)
-    r = armgen("build", str(proj), env={"ARMGEN_WORKSPACE": str(ws)})
+    # --workspace, not $ARMGEN_WORKSPACE: a Zephyr 3.7 workspace at the default location (CI has one) is
+    # rightly preferred to an env workspace without Zephyr (armgen.workspace.find_zephyr_workspace).
+    r = armgen("build", "--workspace", str(ws), str(proj))
     assert r.returncode == 2
     lines = [ln for ln in ANSI.sub("", r.stderr).strip().splitlines() if ln.startswith(("armgen:", "hint:"))]
     assert lines[0].startswith("armgen: error: no Zephyr in the workspace") and "Zephyr 3.7 project" in lines[0]
