@@ -138,6 +138,23 @@ def test_offline_switch_downloads_nothing_and_falls_back_loudly(server, online, 
     assert _Handler.requests == []
 
 
+def test_offline_option_downloads_nothing_and_lasts_one_command(server, online, monkeypatch):
+    """`--offline` (new, compile, weights fetch) is the option form of ARMGEN_OFFLINE=1, and ends with its command."""
+    monkeypatch.setenv("ARMGEN_WEIGHTS_URL", server[0])
+    runner = CliRunner()
+    res = runner.invoke(main, ["weights", "fetch", "--offline", "kws"])
+    assert res.exit_code == 2 and "--offline: not downloading kws_ref_model_float32.tflite" in res.output
+    assert _Handler.requests == [] and not pretrained.offline()
+    with pretrained.offline_mode():
+        src = load_sample("ad")
+    assert src.untrained and "--offline" in src.warnings[0] and "UNTRAINED" in src.warnings[0]
+    assert not pretrained.offline() and _Handler.requests == []
+    for cmd in (["new"], ["compile"], ["weights", "fetch"]):
+        assert "--offline" in runner.invoke(main, [*cmd, "--help"]).output
+    res = runner.invoke(main, ["weights", "fetch", "kws"])  # the switch did not outlive its command
+    assert res.exit_code == 0 and "downloaded, verified" in res.output
+
+
 def test_no_network_falls_back_with_one_line(online, monkeypatch):
     monkeypatch.setenv("ARMGEN_WEIGHTS_URL", "http://127.0.0.1:9")  # discard port: connection refused
     src = load_sample("ad")

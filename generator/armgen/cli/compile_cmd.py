@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from armgen.cli._console import err_console, out_console, print_table
-from armgen.cli.group import main
+from armgen.cli.group import main, offline_option
 from armgen.model.program_report import ProgramReport
 
 
@@ -222,18 +222,22 @@ def _print_report(report: ProgramReport) -> None:
               help="Folder for <name>.pte, <name>.report.json, <name>.pt2, <name>.reference.npz "
                    "(+ <name>.lowered.pt2 for Cortex-M).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
+@offline_option()
 def compile_cmd(
-    model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json
+    model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json,
+    offline,
 ):
     """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
     Built-in samples get the trained MLPerf Tiny weights: --weights, else $ARMGEN_MLPERF_DIR, else
     the cache ($ARMGEN_CACHE_DIR/weights, ~/.cache/armgen/weights), else a download checked by SHA-256
-    ($ARMGEN_WEIGHTS_URL mirror; none with ARMGEN_OFFLINE=1). Without any: fixed-seed weights and a warning.
+    ($ARMGEN_WEIGHTS_URL mirror; none with --offline or ARMGEN_OFFLINE=1). Without any: fixed-seed
+    weights and a warning.
     """
     from armgen.model.compile import compile_model
+    from armgen.model.pretrained import offline_mode
 
-    with err_console.status(f"compiling {model} for {target} ..."):
+    with err_console.status(f"compiling {model} for {target} ..."), offline_mode(offline):
         result = compile_model(
             model, target, out_dir=Path(out_dir), cpu=cpu, system_config=system_config,
             memory_mode=memory_mode, vela_config_file=vela_config, weights=weights,

@@ -94,6 +94,17 @@ def main(ctx: click.Context, verbose: int) -> None:
         quiet_upstream_logs()
 
 
+#: ``--offline`` of the commands that may download the samples' trained weights (`new`, `compile`); the
+#: command runs its body in :func:`armgen.model.pretrained.offline_mode`.
+OFFLINE_HELP = ("Download nothing: a built-in sample's trained weights come from --weights, $ARMGEN_MLPERF_DIR or "
+                "the cache, else fixed-seed weights, said loudly (as ARMGEN_OFFLINE=1).")
+
+
+def offline_option(help_text: str = OFFLINE_HELP):  # noqa: ANN201 - a click decorator
+    """The ``--offline`` flag (parameter ``offline``)."""
+    return click.option("--offline", is_flag=True, help=help_text)
+
+
 #: Loggers of the ML stack whose import- and export-time chatter buries armgen's own lines
 #: (torchao's optional-kernel load failures, torch's pytree Enum notices, ExecuTorch's
 #: PassManager deprecation). ``armgen -v`` keeps them.

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from armgen.cli._console import err_console, out_console, print_table
-from armgen.cli.group import main
+from armgen.cli.group import main, offline_option
 
 
 class _StackSize(click.ParamType):
@@ -58,6 +58,7 @@ def _say(text: str) -> None:
 @click.option("--frontend", type=click.Choice(["mfcc"]), default=None,
               help="Generate the model's audio front end in C (its source's FRONTEND declaration, e.g. "
                    "kws's MLPerf Tiny MFCC) on CMSIS-DSP: the firmware takes 16-bit PCM; bare metal.")
+@offline_option()
 def new_cmd(
     name: str,
     board_name: str,
@@ -71,18 +72,21 @@ def new_cmd(
     stack_size: int | str | None,
     force: bool,
     frontend: str | None,
+    offline: bool,
 ) -> None:
     """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
 
     Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad).
     """
+    from armgen.model.pretrained import offline_mode
     from armgen.pipeline import new_project
 
-    made = new_project(
-        name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
-        zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force, say=_say,
-        frontend=frontend,
-    )
+    with offline_mode(offline):
+        made = new_project(
+            name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
+            zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force,
+            say=_say, frontend=frontend,
+        )
     spec, rendered, written = made.spec, made.rendered, made.written
     project, report, board = written.path, spec.report, spec.board
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from armgen.cli._console import err_console, out_console
-from armgen.cli.group import main
+from armgen.cli.group import main, offline_option
 from armgen.model import pretrained
 
 
@@ -48,7 +48,7 @@ def weights_group(ctx: click.Context) -> None:
 
     The cache is $ARMGEN_CACHE_DIR/weights (default $XDG_CACHE_HOME/armgen/weights, ~/.cache/armgen/weights);
     downloads come from $ARMGEN_WEIGHTS_URL/<file> or github.com/mlcommons/tiny at a pinned commit;
-    ARMGEN_OFFLINE=1 downloads nothing.
+    `fetch --offline` or ARMGEN_OFFLINE=1 downloads nothing.
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_cmd)
@@ -57,7 +57,8 @@ def weights_group(ctx: click.Context) -> None:
 @weights_group.command(name="list")
 def list_cmd() -> None:
     """Each sample's file, SHA-256 and where armgen takes it from."""
-    _say(f"cache: {pretrained.cache_dir()}" + ("  (ARMGEN_OFFLINE: no downloads)" if pretrained.offline() else ""))
+    why = pretrained.offline_reason()
+    _say(f"cache: {pretrained.cache_dir()}" + (f"  ({why}: no downloads)" if why else ""))
     _say(f"source: MLPerf Tiny {pretrained.MLPERF_TINY_COMMIT}")
     for sample, w in pretrained.WEIGHTS.items():
         _say(f"{sample:4} {w.file:30} {w.size:>8} B  sha256 {w.sha256[:16]}…  {_where(sample)}")
@@ -67,12 +68,15 @@ def list_cmd() -> None:
 @weights_group.command(name="fetch")
 @click.argument("samples", nargs=-1)
 @click.option("--force", is_flag=True, help="Download again even when a verified copy is cached.")
-def fetch_cmd(samples: tuple[str, ...], force: bool) -> None:
+@offline_option("Download nothing: only check that SAMPLES are cached and verified; one that is not is an error "
+                "(as ARMGEN_OFFLINE=1).")
+def fetch_cmd(samples: tuple[str, ...], force: bool, offline: bool) -> None:
     """Download SAMPLES' trained weights into the cache (default: all four), each checked by SHA-256."""
-    for sample in _samples(samples):
-        already = not force and pretrained.cached(sample) is not None
-        path = pretrained.fetch(sample, force=force)
-        _say(f"{sample}: {path} ({'already cached, verified' if already else 'downloaded, verified'})")
+    with pretrained.offline_mode(offline):
+        for sample in _samples(samples):
+            already = not force and pretrained.cached(sample) is not None
+            path = pretrained.fetch(sample, force=force)
+            _say(f"{sample}: {path} ({'already cached, verified' if already else 'downloaded, verified'})")
 
 
 @weights_group.command(name="verify")

@@ -12,8 +12,8 @@ Where a sample's weights come from, first match wins (:func:`find_weights`):
 3. the cache: ``$ARMGEN_CACHE_DIR/weights/`` (default ``$XDG_CACHE_HOME/armgen/weights/``, i.e.
    ``~/.cache/armgen/weights/``), a file whose SHA-256 is the shipped one;
 4. a download from ``$ARMGEN_WEIGHTS_URL/<file>`` (a flat mirror of the files) or, unset, from
-   ``raw.githubusercontent.com/mlcommons/tiny/<commit>/<upstream path>``; skipped when
-   ``$ARMGEN_OFFLINE`` is set (``1``/``true``/``yes``).
+   ``raw.githubusercontent.com/mlcommons/tiny/<commit>/<upstream path>``; skipped offline: the
+   commands' ``--offline`` (:func:`offline_mode`) or ``$ARMGEN_OFFLINE`` set (``1``/``true``/``yes``).
 
 A download is written to a temporary file in the cache folder, checked, and only then renamed into
 place, so the cache never holds a partial or unverified file. Nothing found: the sample falls back
@@ -22,12 +22,14 @@ to fixed-seed weights, and says why in one line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import os
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,9 +93,37 @@ def cache_dir() -> Path:
     return base / "armgen" / "weights"
 
 
+#: Set by :func:`offline_mode` (the commands' ``--offline``) for the duration of one command.
+_offline_option = False
+
+
+def offline_reason() -> str | None:
+    """Why armgen downloads nothing now: ``"--offline"``, ``"ARMGEN_OFFLINE is set"``, or None (online)."""
+    if _offline_option:
+        return "--offline"
+    if os.environ.get("ARMGEN_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "ARMGEN_OFFLINE is set"
+    return None
+
+
 def offline() -> bool:
-    """True when ``$ARMGEN_OFFLINE`` is ``1``, ``true`` or ``yes``: armgen downloads nothing."""
-    return os.environ.get("ARMGEN_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    """True when armgen downloads nothing: ``--offline`` (:func:`offline_mode`) or ``$ARMGEN_OFFLINE`` ``1``,
+    ``true`` or ``yes``."""
+    return offline_reason() is not None
+
+
+@contextlib.contextmanager
+def offline_mode(on: bool = True) -> Iterator[None]:
+    """Within the block, download nothing when ``on`` (a command's ``--offline``); off, ``$ARMGEN_OFFLINE``
+    still decides. Restored on exit, so one command's switch does not outlive it (the tests run many
+    commands in one process)."""
+    global _offline_option
+    saved = _offline_option
+    _offline_option = saved or on
+    try:
+        yield
+    finally:
+        _offline_option = saved
 
 
 def weights_url(w: WeightsFile) -> str:
@@ -146,7 +176,8 @@ def fetch(sample: str, *, force: bool = False) -> Path:
         The cached file.
 
     Raises:
-        WeightsUnavailable: ``$ARMGEN_OFFLINE`` is set, or the download failed (network, HTTP, a short file).
+        WeightsUnavailable: offline (``--offline``, ``$ARMGEN_OFFLINE``), or the download failed (network, HTTP,
+            a short file).
         ChecksumMismatch: the downloaded bytes are not the file armgen knows (nothing is cached).
         ModelError: the cache folder cannot be written.
     """
@@ -154,8 +185,8 @@ def fetch(sample: str, *, force: bool = False) -> Path:
     if not force and (hit := cached(sample)) is not None:
         return hit
     url = weights_url(w)
-    if offline():
-        raise WeightsUnavailable(f"ARMGEN_OFFLINE is set: not downloading {w.file} from {url}")
+    if (why := offline_reason()) is not None:
+        raise WeightsUnavailable(f"{why}: not downloading {w.file} from {url}")
     dest = cached_path(sample)
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -169,7 +200,7 @@ def fetch(sample: str, *, force: bool = False) -> Path:
         if digest != w.sha256:
             raise ChecksumMismatch(
                 f"{url}: SHA-256 {digest} is not the expected {w.sha256}; not cached",
-                hint="check ARMGEN_WEIGHTS_URL, or pass --weights FILE.tflite (ARMGEN_OFFLINE=1: fixed-seed weights)",
+                hint="check ARMGEN_WEIGHTS_URL, or pass --weights FILE.tflite (--offline: fixed-seed weights)",
             )
         os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a cache file is an ordinary file
         os.replace(tmp, dest)
