@@ -191,6 +191,27 @@ def test_weights_command_fetch_list_verify(server, online, monkeypatch):
     assert res.exit_code == 2 and "no trained weights are known for 'nope'" in res.output
 
 
+def test_weights_verify_with_nothing_cached_says_so_and_exits_1(online):
+    """Nothing verified is not a pass: one line naming the cache and the fetch command, exit 1; a named
+    sample that is not cached fails too, while the default (every cached sample) passes with one verified."""
+    runner = CliRunner()
+    res = runner.invoke(main, ["weights", "verify"])
+    assert res.exit_code == 1, res.output
+    assert [line for line in res.output.splitlines() if "not cached" in line] == [
+        f"{s}: not cached" for s in pretrained.WEIGHTS]
+    assert (f"armgen: nothing verified: no trained weights are cached in {online}; `armgen weights fetch` "
+            "downloads them") in res.output
+    res = runner.invoke(main, ["weights", "verify", "kws"])
+    assert res.exit_code == 1 and "`armgen weights fetch kws` downloads them" in res.output
+    site = _site_dir()
+    online.mkdir(parents=True)
+    (online / pretrained.WEIGHTS["kws"].file).write_bytes((site / pretrained.WEIGHTS["kws"].file).read_bytes())
+    assert runner.invoke(main, ["weights", "verify"]).exit_code == 0  # kws verified, the rest not cached
+    assert runner.invoke(main, ["weights", "verify", "kws"]).exit_code == 0
+    res = runner.invoke(main, ["weights", "verify", "kws", "ad"])
+    assert res.exit_code == 1 and "armgen: not verified: ad not cached; `armgen weights fetch ad`" in res.output
+
+
 def test_project_record_says_untrained(tmp_path):
     from types import SimpleNamespace
 

@@ -3,7 +3,8 @@
 
 ``list`` (the default) shows each sample's file, where armgen would take it from and the cache folder;
 ``fetch [SAMPLE...]`` downloads into the cache (``--force`` again); ``verify`` checks every cached file
-against the shipped SHA-256 and exits 1 when one does not match. Errors (offline, no network, a refused
+against the shipped SHA-256 and exits 1 when one does not match, when a named sample is not cached, or
+when nothing is cached (nothing verified). Errors (offline, no network, a refused
 checksum) are one line, exit 2.
 """
 
@@ -83,17 +84,32 @@ def fetch_cmd(samples: tuple[str, ...], force: bool, offline: bool) -> None:
 @click.argument("samples", nargs=-1)
 @click.pass_context
 def verify_cmd(ctx: click.Context, samples: tuple[str, ...]) -> None:
-    """Check the cached files against armgen's SHA-256; exit 1 when one does not match."""
-    bad = 0
+    """Check the cached files against armgen's SHA-256 (default: every cached sample).
+
+    Exit 1 when a file does not match, when a named SAMPLE is not cached, or when nothing is cached at
+    all: a CI step that runs verify before an offline build means "the weights are there and good", and
+    with nothing verified the build would get fixed-seed weights.
+    """
+    bad, missing, ok = [], [], []
     for sample in _samples(samples):
         w, path = pretrained.weights_file(sample), pretrained.cached_path(sample)
         if not path.is_file():
+            missing.append(sample)
             _say(f"{sample}: not cached")
         elif pretrained.sha256_of(path) == w.sha256:
+            ok.append(sample)
             _say(f"{sample}: ok {path}")
         else:
-            bad += 1
+            bad.append(sample)
             _say(f"{sample}: CHECKSUM MISMATCH {path} (re-fetch with `armgen weights fetch --force {sample}`)")
+    fetch = "armgen weights fetch" + "".join(f" {m}" for m in missing if samples)
     if bad:
-        err_console.print(f"armgen: {bad} cached file(s) do not match", highlight=False)
+        err_console.print(f"armgen: {len(bad)} cached file(s) do not match", highlight=False)
+    if not ok and not bad:
+        err_console.print(f"armgen: nothing verified: no trained weights are cached in {pretrained.cache_dir()}; "
+                          f"`{fetch}` downloads them", highlight=False, soft_wrap=True)
+    elif samples and missing:
+        err_console.print(f"armgen: not verified: {', '.join(missing)} not cached; `{fetch}` downloads "
+                          f"{'it' if len(missing) == 1 else 'them'}", highlight=False, soft_wrap=True)
+    if bad or not ok or (samples and missing):
         ctx.exit(1)
