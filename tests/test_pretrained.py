@@ -212,6 +212,23 @@ def test_weights_verify_with_nothing_cached_says_so_and_exits_1(online):
     assert res.exit_code == 1 and "armgen: not verified: ad not cached; `armgen weights fetch ad`" in res.output
 
 
+@pytest.mark.slow
+def test_new_warns_untrained_before_the_quality_line(tmp_path):
+    """`armgen new` of a sample without trained weights: the UNTRAINED warning comes before the int8 quality
+    note, and the note itself says the weights are untrained (its figures measure quantization only)."""
+    from _programs import armgen
+
+    (tmp_path / "empty").mkdir()
+    r = armgen("new", "ad", "--board", "qemu_mps3_an547", "--rtos", "baremetal", "--offline", "--out",
+               str(tmp_path), env={"ARMGEN_MLPERF_DIR": str(tmp_path / "empty"), "ARMGEN_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    warn = next(i for i, line in enumerate(lines) if line.startswith("warning: no trained weights for 'ad'"))
+    note = next(i for i, line in enumerate(lines) if line.startswith("note: int8 against the float model"))
+    assert warn < note and "--offline: not downloading" in lines[warn], r.stderr
+    assert lines[note].endswith("(the float model's weights are UNTRAINED: this measures quantization only)")
+
+
 def test_project_record_says_untrained(tmp_path):
     from types import SimpleNamespace
 

@@ -236,10 +236,12 @@ def _program(name, model, weights, calibration, board, backend, tmp: Path, say: 
     say(f"compiling {source} for {target} ...")
     result = compile_model(source, target, out_dir=tmp / "program", weights=weights, calibration=calibration,
                            name=name, **kwargs)
-    for note in result.notes:
-        say(f"note: {note}")
+    # Warnings first, as `armgen compile` prints them: the untrained-weights one must come before the int8
+    # quality note, whose figures it qualifies.
     for warning in result.report.warnings:  # same warnings `armgen compile` prints (e.g. calibration data)
         say(f"warning: {warning}")
+    for note in result.notes:
+        say(f"note: {note}")
     if model is None:
         desc = f"sample:{source}"
     else:

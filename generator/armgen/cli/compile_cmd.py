@@ -243,10 +243,10 @@ def compile_cmd(
             memory_mode=memory_mode, vela_config_file=vela_config, weights=weights,
             calibration=calibration, name=name,
         )
+    for w in result.report.warnings:  # first: the untrained-weights warning qualifies the int8 quality note
+        err_console.print(f"[yellow]armgen: warning:[/] {w}", highlight=False, soft_wrap=True)
     for note in result.notes:
         err_console.print(f"armgen: {note}", highlight=False, soft_wrap=True)
-    for w in result.report.warnings:
-        err_console.print(f"[yellow]armgen: warning:[/] {w}", highlight=False, soft_wrap=True)
     for _role, path in result.files.items():
         err_console.print(f"wrote {path}", highlight=False, soft_wrap=True)
     if as_json:

@@ -327,7 +327,9 @@ def compile_model(
     quality = _quality(calib, float_outs, report, in_q, out_q, lowered, qmodel, target, classifier)
     report = dataclasses.replace(report, untrained_weights=src.untrained, classifier=classifier,
                                  calibration_samples=len(calib), quality=tuple(q.to_json() for q in quality))
-    notes.append(f"int8 against the float model (calibration inputs): {format_quality(quality)}")
+    notes.append(f"int8 against the float model (calibration inputs): {format_quality(quality)}"
+                 + (" (the float model's weights are UNTRAINED: this measures quantization only)" if src.untrained
+                    else ""))
     arrays = _reference_arrays(ref_inputs, report, in_q, out_q, lowered, qmodel, target)
     float_ref = {f"input_{i}": t.detach().contiguous().numpy().astype(np.float32) for i, t in enumerate(ref_inputs)}
     float_ref.update({f"output_{i}": a for i, a in enumerate(_as_arrays(run_forward(model, ref_inputs, where)))})
