@@ -416,10 +416,11 @@ class _Affine(torch.nn.Module):
 
 @pytest.fixture(scope="module")
 def float_programs(tmp_path_factory):
-    """Saved float programs (torch.export .pt2) of 1x4 models: {"shifted": x + 0.1, "constant": 0 * x + 5}."""
+    """Saved float programs (torch.export .pt2) of 1x4 models: {"shifted": x + 0.1, "constant": 0 * x + 5,
+    "vanishing": 1e-8 * x (an untrained deep network whose activations die out: MobileNetV2, issue 23)}."""
     out = tmp_path_factory.mktemp("float_programs")
     paths = {}
-    for name, (gain, offset) in {"shifted": (1.0, 0.1), "constant": (0.0, 5.0)}.items():
+    for name, (gain, offset) in {"shifted": (1.0, 0.1), "constant": (0.0, 5.0), "vanishing": (1e-8, 0.0)}.items():
         ep = torch.export.export(_Affine(gain, offset), (torch.zeros(1, 4),))
         torch.export.save(ep, str(out / f"{name}.float.pt2"))
         paths[name] = out / f"{name}.float.pt2"
@@ -466,6 +467,18 @@ def test_degenerate_causes_name_what_the_host_sees(tmp_path, float_programs):
     causes = degenerate_causes(moving, rdir, [np.array([[1, 2, 3, 4]])], alt, (np.zeros((1, 4), np.float32),))
     assert len(causes) == 1 and "float model's outputs do change" in causes[0]
     assert degenerate_causes(report, rdir, [np.array([[1, 2, 3, 4]])], alt, None) == []  # nothing to see
+    # outputs ~1e-8 x: they move by 3.05e-07 (2.6 LSB at the float32-epsilon scale the quantizer floors at)
+    eps = float(np.finfo(np.float32).eps)
+    tiny = dataclasses.replace(report, outputs=(dataclasses.replace(report.outputs[0], scale=eps),))
+    tiny = _with_float_model(tiny, rdir, float_programs["vanishing"], calibration_samples=1)
+    x = np.array([[-1.0, 0.0, 2.5, 30.0]], np.float32)
+    causes = degenerate_causes(tiny, rdir, [np.array([[3, 3, 3, 3]])], alt, (x * 1e-8,))
+    assert causes[0] == ("the float model's outputs barely change (by up to 3.05e-07 for the two inputs, 2.6 output "
+                         "LSB): int8 rounding loses a difference that small")
+    assert causes[1] == ("output 0's scale is the quantizer's floor (1.19e-07, float32 epsilon): its calibrated range "
+                         "was narrower than int8 can represent; the float outputs are all near zero (largest |value| "
+                         "3e-07; an untrained or dead network does this)")
+    assert "single input" in causes[2] and len(causes) == 3
 
 
 def test_load_input_file_formats(tmp_path):

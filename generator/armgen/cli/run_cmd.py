@@ -249,7 +249,10 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
     if rr.max_lsb_diff is not None:
         verdict = "PASS" if rr.passed else "FAIL"
         untrained = any(f.subject == "weights" for f in rr.findings)
-        say(f"{verdict}: max difference {rr.max_abs_diff:.6g} ({rr.max_lsb_diff:g} LSB; allowed 1 LSB)"
+        # A FAIL within 1 LSB failed on another check (degenerate outputs, a count that differs): name it.
+        failed = sorted({f.subject for f in rr.errors}) if not rr.passed else []
+        say(f"{verdict}{' (' + ', '.join(failed) + ')' if failed else ''}: max difference {rr.max_abs_diff:.6g} "
+            f"({rr.max_lsb_diff:g} LSB; allowed 1 LSB)"
             + ("; the weights are UNTRAINED: the outputs mean nothing" if untrained else ""))
     else:
         say("FAIL: no reference to compare with")

@@ -211,13 +211,23 @@ def quality_finding(
     return tuple(q.to_json() for q in figures), Finding("info", "int8 vs float", format_quality(figures))
 
 
+#: An output that changes by fewer output LSB than this between the two inputs "barely changes": int8 rounding
+#: through the layers can lose a difference that small.
+BARELY_LSB = 4
+#: The smallest scale the quantizer's observers give (torch clamps a scale to float32 epsilon): an output at it
+#: had a calibrated range narrower than int8 can represent.
+SCALE_FLOOR = float(np.finfo(np.float32).eps)
+
+
 def degenerate_causes(
     report: ProgramReport, report_dir: Path, outs: Sequence[np.ndarray], alt_inputs: Sequence[np.ndarray],
     floats: tuple[np.ndarray, ...] | None,
 ) -> list[str]:
     """What the host can see behind outputs that do not change with the input, one phrase each: the
-    float model is constant too (its outputs for the two inputs differ by under half an output LSB),
-    the int8 ranges were calibrated on a single input, the outputs sit at the int8 limits.
+    float model is constant too (its outputs for the two inputs differ by under half an output LSB) or
+    barely changes (under :data:`BARELY_LSB` output LSB), an output scale at the quantizer's floor (the float
+    outputs are all near zero), the int8 ranges were calibrated on a single input, the outputs sit at the int8
+    limits.
 
     ``outs``: the firmware's outputs for the first input; ``alt_inputs``: the second input (program
     dtype); ``floats``: the float model's outputs for the first input (None: not saved).
@@ -232,14 +242,25 @@ def degenerate_causes(
             diffs = [float(np.max(np.abs(a.reshape(-1) - b.reshape(-1)))) if a.size else 0.0
                      for a, b in zip(floats, alt_floats, strict=False)]
             lsbs = [info.scale or 0.0 for info in report.outputs]
+            in_lsb = max((d / lsb for d, lsb in zip(diffs, lsbs, strict=False) if lsb), default=0.0)
             if all(d < lsb / 2 or d == 0.0 for d, lsb in zip(diffs, lsbs, strict=False)):
                 how = ("identical for the two inputs" if max(diffs) == 0.0 else
                        f"within {max(diffs):.3g} for the two inputs, under half an output LSB")
                 causes.append(f"the float model's outputs are constant too ({how}): the model itself does not "
                               "depend on its input")
+            elif all(lsb and d < BARELY_LSB * lsb for d, lsb in zip(diffs, lsbs, strict=False)):
+                causes.append(f"the float model's outputs barely change (by up to {max(diffs):.3g} for the two "
+                              f"inputs, {in_lsb:.2g} output LSB): int8 rounding loses a difference that small")
             else:
                 causes.append(f"the float model's outputs do change (by up to {max(diffs):.3g}): the int8 program "
                               "lost the difference")
+    for i, info in enumerate(report.outputs):
+        if info.dtype == "int8" and info.scale and info.scale <= SCALE_FLOOR * (1 + 1e-6):
+            peak = (f"; the float outputs are all near zero (largest |value| "
+                    f"{float(np.max(np.abs(floats[i]))):.3g}; an untrained or dead network does this)"
+                    if floats is not None and i < len(floats) and floats[i].size else "")
+            causes.append(f"output {info.index}'s scale is the quantizer's floor ({info.scale:.3g}, float32 epsilon):"
+                          f" its calibrated range was narrower than int8 can represent{peak}")
     if report.calibration_samples == 1:
         causes.append("the int8 ranges were calibrated on a single input (pass --calibration with "
                       "representative inputs)")
