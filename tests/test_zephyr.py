@@ -288,6 +288,25 @@ def test_npu_board_conf_uses_the_board_prefix_and_dcache(projects):
     assert zephyr.npu_kconfig_choice(spec.board, zephyr.zephyr_release("4.4")) == "ETHOS_U55_256"
 
 
+def test_npu_board_conf_before_42_says_the_npu_buffers_are_not_cache_maintained(programs):
+    """Before 4.2 there is no ETHOS_U_DCACHE and hal_ethos_u's cache hooks are weak no-ops: a 4.1 NPU project
+    on a cached core keeps the D-cache on and must say that nothing cleans or invalidates the NPU's buffers
+    (it said the tree "names its Ethos-U cache hooks differently", which sent the reader looking for names)."""
+    res = programs[BOARD_TARGET["corstone_300"]]
+    board = load_board("corstone_300")
+    spec = make_spec(
+        res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
+        board_ref="corstone_300", zephyr=zephyr_placement(board, "4.1"),
+    )
+    assert spec.zephyr_release == "4.1"
+    text = _text(render_project(spec).files, "boards/mps3_corstone300_fvp.conf")
+    conf = config_lines(text)
+    assert conf["ARM_ETHOS_U"] == "y" and conf["DCACHE"] == "y" and "ETHOS_U_DCACHE" not in conf
+    flat = " ".join(line.lstrip("# ") for line in text.splitlines())
+    assert "Zephyr 4.1 has no ETHOS_U_DCACHE" in flat and "are NOT cleaned or invalidated" in flat
+    assert "names its Ethos-U cache hooks differently" not in flat
+
+
 # ---- structure, west, determinism ---------------------------------------------------------------
 @pytest.mark.parametrize("board", sorted(BOARD_TARGET))
 def test_structure_matches_upstream_sample(projects, board):

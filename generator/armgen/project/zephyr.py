@@ -455,7 +455,14 @@ def _board_conf(
                 why += ("; the NPU's DMA bypasses the D-cache, so the driver cleans/invalidates the "
                         "buffers it hands over (ethosu_flush_dcache/ethosu_invalidate_dcache)")
             else:
-                why += "; this Zephyr tree names its Ethos-U cache hooks differently: check the vendor driver"
+                # Not a naming difference: before 4.2 Zephyr has no ETHOS_U_DCACHE, and hal_ethos_u
+                # (src/ethosu_driver.c at armgen's pin 03567073, as in the 3.7 and 4.1.99 workspaces) defines
+                # ethosu_flush_dcache/ethosu_invalidate_dcache as weak no-ops. Say so, rather than suggest the
+                # project handles it.
+                why += (f"; Zephyr {release.name} has no ETHOS_U_DCACHE, and hal_ethos_u's ethosu_flush_dcache/"
+                        "ethosu_invalidate_dcache are weak no-ops that nothing in this project overrides (a vendor "
+                        "HAL may): buffers the NPU reads or writes in cacheable memory are NOT cleaned or "
+                        "invalidated around an inference")
         board_conf.append((why + ".", lines))
     if spec.uses_npu:
         model_reach = board.region(spec.model_region)
