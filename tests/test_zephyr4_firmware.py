@@ -5,16 +5,26 @@ per release: ``$ARMGEN_WORKSPACE_ZEPHYR_4_1``, ``$ARMGEN_WORKSPACE``, ``~/.local
 On this site that is not Zephyr v4.1.0 but a snapshot of upstream main of 2025-06-18 (VERSION 4.1.99,
 kartben/zephyr-no-history 9a57e98e, mirrored with stand-ins by the site's ``site-mirrors`` tool), with
 its own cmsis_6 pin (Zephyr's fork, 6dd50439), hal_ethos_u at armgen's pin (03567073, not the snapshot's
-50ddffca) and hal_stm32 at a mirror commit of 4.4's pin (610e32fb minus 38 blobs). Where it differs from
-v4.1.0: it is three months newer (HWMv2 names ``mps3/corstone300/*``, ``mps4/corstone320/fvp`` as 4.2 has
-them; whether v4.1.0 had each of those targets was not checked); its Ethos-U Kconfig is 4.1's spelling
-(``ARM_ETHOS_U``, no ``ETHOS_U_DCACHE``). The test of 4.4 output builds a Zephyr 4.4 application against
-this tree through the explicit override ``ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1`` and checks that the
-build says "built against a tree of another release".
+50ddffca) and hal_stm32 at a mirror commit of 4.4's pin (3e8c2deb: 610e32fb minus 38 blobs). Where it
+differs from v4.1.0 (tests/data/zephyr_facts.yaml ``releases.v4.1.0``, checked by test_zephyr_facts.py):
+
+* it builds Cortex-M with cmsis_6; v4.1.0 builds it with ``cmsis`` (CMSIS 5.9.0; CMSIS_6 became required in
+  4.2), and the snapshot's cmsis_6 and hal_stm32 pins were committed after v4.1.0;
+* it has ``mps4/corstone320/fvp``; v4.1.0 does not (the mps4 board is new in 4.2.0), so the corstone_320
+  project is written with ``ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1`` after `armgen new` refused it without;
+* the other boards built here (``mps3/corstone300/an547``, ``mps3/corstone300/fvp``, ``stm32f4_disco``,
+  ``nucleo_h743zi``) have the same target names in v4.1.0 as far as established (corstone300/fvp: not
+  established); the Ethos-U Kconfig is v4.1.0's spelling (``ARM_ETHOS_U``, no ``ETHOS_U_DCACHE``).
+
+The test of 4.4 output builds a Zephyr 4.4 application against this tree through the explicit override
+``ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1`` and checks that the build says "built against a tree of another
+release".
 
 Without such a workspace every build test here skips with the reason. Build directories are shared as in
 ``test_zephyr_firmware.py``: the an547 directory is built clean once (kws), then ``armgen new --force``
-puts ad and the 4.4 kws into it and west rebuilds what changed.
+puts ad and the 4.4 kws into it and west rebuilds what changed. The STM32 MLP tests (Cortex-M4
+stm32f4_disco, Cortex-M7 nucleo_h743zi) each build in their own directory: another board and CPU share
+no object, and west rebuilds from scratch for another board anyway.
 """
 
 from __future__ import annotations
@@ -63,9 +73,10 @@ def _one_error_line(result) -> str:
     return lines[0]
 
 
-def _new(out: Path, model: str, board: str, name: str, release: str = RELEASE) -> Path:
+def _new(out: Path, model: str, board: str, name: str, release: str = RELEASE,
+         env: dict[str, str] | None = None) -> Path:
     _ok(armgen("new", name, "--model", model, "--board", board, "--rtos", "zephyr", "--zephyr-release", release,
-               "--out", str(out), "--force"), f"armgen new {model} {board}")
+               "--out", str(out), "--force", env=env), f"armgen new {model} {board}")
     return out / name
 
 
@@ -166,8 +177,17 @@ def _npu_symbols(elf: Path) -> tuple[set[str], set[str]]:
 @pytest.mark.parametrize("board", ["corstone_300", "corstone_320"])
 def test_corstone_kws_links_with_delegate_and_driver(tmp_path, board):
     """Ethos-U55-128 (Corstone-300) and Ethos-U85-256 (Corstone-320, Cortex-M85 on Debian's GCC 12)
-    kws: configure without fetching (break 3), compile, link, size exit 0, delegate and driver linked."""
-    project = _new(tmp_path, "kws", board, "npu")
+    kws: configure without fetching (break 3), compile, link, size exit 0, delegate and driver linked.
+
+    Zephyr v4.1.0 has no mps4/corstone320/fvp (the mps4 board is new in 4.2.0): `armgen new` refuses it
+    for 4.1 in one line, and writes it for the 4.1.99 snapshot only with the explicit override."""
+    env = None
+    if board == "corstone_320":
+        line = _one_error_line(armgen("new", "npu", "--model", "kws", "--board", board, "--rtos", "zephyr",
+                                      "--zephyr-release", RELEASE, "--out", str(tmp_path)))
+        assert line.startswith("armgen: error: board 'corstone_320' is not in Zephyr v4.1.0: the mps4 board"), line
+        env = {OTHER_RELEASE_ENV: "1"}
+    project = _new(tmp_path, "kws", board, "npu", env=env)
     out = _ok(armgen("build", str(project)), f"armgen build {board}")
     build = project / "build"
     config = (build / "zephyr" / ".config").read_text()
@@ -192,6 +212,20 @@ def test_stm32f4_disco_mlp_links(tmp_path):
     config = (project / "build" / "zephyr" / ".config").read_text()
     assert "CONFIG_SOC_STM32F407XG=y" in config and "CONFIG_HAS_STM32CUBE=y" in config
     _size(project)
+
+
+@pytest.mark.workspace
+@needs_zephyr4
+def test_nucleo_h743zi_mlp_links(tmp_path):
+    """Cortex-M7 (STM32H743) MLP links and sizes; the overlay disables the Ethernet MAC the board enables,
+    so Zephyr reserves no 16 KiB Ethernet DMA section (eth_stm32) in SRAM3, a region armgen leaves unused."""
+    project = _new(tmp_path, str(MODELS / "mlp.py"), "nucleo_h743zi", "mlp")
+    _ok(armgen("build", str(project)), "armgen build nucleo_h743zi")
+    config = (project / "build" / "zephyr" / ".config").read_text()
+    for line in ("CONFIG_SOC_STM32H743XX=y", "CONFIG_CPU_CORTEX_M7=y", "CONFIG_HAS_STM32CUBE=y", "CONFIG_DCACHE=y"):
+        assert line in config, line
+    report = _size(project)
+    assert "eth_stm32" not in {s["name"] for s in report["sections"]}
 
 
 # ---- bad input -----------------------------------------------------------------------------------

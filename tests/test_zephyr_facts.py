@@ -400,3 +400,60 @@ def test_npu_node_and_kconfig_choice_match_the_devicetree(projects, board):
 def board_npu_kind(spec) -> str:
     npu = spec.board.npu
     return f"{npu.type.replace('ethos-u', '')}_{npu.macs}"
+
+
+# ---- Zephyr v4.1.0: armgen's release "4.1" against what could be established of the tag ----------
+V410 = FACTS["releases"]["v4.1.0"]
+
+
+def _v410_sources_ok(fact: dict) -> bool:
+    """A v4.1.0 fact names where it was read: a file at a commit, an index id, or the basis in words."""
+    for src in fact.get("sources", ()):
+        if not src.get("file") or not (_SHA.match(src.get("commit", "")) or src.get("index_id")):
+            return False
+    return bool(fact.get("basis") or fact.get("sources"))
+
+
+def test_v410_facts_say_where_they_were_read():
+    assert _SHA.match(V410["released"]["commit"]) and V410["released"]["date"] == "2025-03-07"
+    for name, notes in V410["release_notes"].items():
+        assert notes["file"].startswith("doc/releases/") and notes["index_id"], name
+    for target, fact in V410["boards"].items():
+        assert fact["in_tag"] in (True, False, None) and _v410_sources_ok(fact), target
+    for name, fact in V410["kconfig"].items():
+        assert fact["declared"] in (True, False) and _v410_sources_ok(fact), name
+    for name, pin in V410["west"]["projects"].items():
+        assert _SHA.match(pin["snapshot_revision"]) and pin["in_tag"] in (False, None) and pin["basis"], name
+
+
+def test_board_targets_v410_lacks_are_marked_development_only():
+    """A 4.1 target the tag lacks (mps4/corstone320/fvp, new in 4.2.0) is `zephyr.development_only`, so
+    `armgen new --zephyr-release 4.1` refuses it without the override; a target the tag has is not."""
+    from armgen.boards import list_boards
+
+    seen = set()
+    for name in list_boards():
+        board = load_board(name)
+        if board.zephyr is None or "4.1" not in board.zephyr.releases:
+            continue
+        target = board.zephyr.target("4.1")
+        fact = V410["boards"].get(target)
+        assert fact is not None, f"{name}: 4.1 target {target} has no v4.1.0 fact (in_tag true/false/null)"
+        seen.add(target)
+        note = board.zephyr.development_note("4.1")
+        if fact["in_tag"] is False:
+            assert note, f"{name}: v4.1.0 lacks {target}, but the board file does not mark it development_only"
+        elif fact["in_tag"] is True:
+            assert note is None, f"{name}: v4.1.0 has {target}, but the board file marks it development_only"
+    assert "mps4/corstone320/fvp" in seen
+
+
+def test_41_release_data_follows_v410():
+    """The 4.1 release spells Ethos-U as v4.1.0 does, and its generated west.yml imports the CMSIS module
+    v4.1.0 builds Cortex-M with (`cmsis`, CMSIS 5.9.0; CMSIS_6 became required in 4.2)."""
+    rel = zephyr.zephyr_release("4.1")
+    assert rel.tag == "v4.1.0"
+    kconfig = V410["kconfig"]
+    assert kconfig["ARM_ETHOS_U"]["declared"] and not kconfig["ETHOS_U"]["declared"]
+    assert rel.ethos_u_kconfig_prefix == "ARM_ETHOS_U"
+    assert V410["cmsis"]["cortex_m_module"] in rel.allowlist

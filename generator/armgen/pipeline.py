@@ -60,9 +60,12 @@ def new_project(
     stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size in (None, "auto") else int(stack_size))
     zephyr = None
     if rtos == "zephyr":
-        from armgen.project.zephyr import zephyr_placement
+        from armgen.project.zephyr import development_target_warning, zephyr_placement
 
         zephyr = zephyr_placement(board, zephyr_release)  # the board must be in that release: fail before compiling
+        warning = development_target_warning(board, zephyr.release_info)
+        if warning:
+            say(warning)
     elif zephyr_release is not None:
         raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
     audio = _frontend(frontend, model or name, rtos) if frontend is not None else None

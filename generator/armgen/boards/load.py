@@ -243,6 +243,11 @@ def _zephyr(raw: dict[str, Any], regions: tuple[MemoryRegion, ...], source: str)
     z["flash_load_offset"] = size_field(z["flash_load_offset"], source, "zephyr.flash_load_offset")
     z["hal_modules"] = tuple(z.get("hal_modules", ()))
     z["targets"] = tuple(sorted((str(k), str(v)) for k, v in z["targets"].items()))
+    z["disable_nodes"] = tuple(sorted((str(k), str(v)) for k, v in (z.get("disable_nodes") or {}).items()))
+    z["development_only"] = tuple(sorted((str(k), str(v)) for k, v in (z.get("development_only") or {}).items()))
+    stray = sorted({rel for rel, _ in z["development_only"]} - {rel for rel, _ in z["targets"]})
+    if stray:
+        raise BoardError(f"{source}: zephyr.development_only names releases without a target: {', '.join(stray)}")
     z["devicetree"] = tuple(
         (str(target), DtsFacts(
             regions={str(name): DtRegion(r["label"], r["memory_region"]) for name, r in facts["regions"].items()},

@@ -160,6 +160,13 @@ class ZephyrTarget:
         note: caveats, e.g. "Zephyr runs this board on FVP only".
         devicetree: ``(board target, DtsFacts)`` pairs sorted by target: what each target's devicetree
             already has (board files of schema_version 2; empty for schema 1 and targets without facts).
+        development_only: ``(release, reason)`` pairs: releases of ``targets`` whose tag lacks the
+            target, which only development trees of that line have (Corstone-320's mps4 is new in
+            4.2.0; the 4.1.99 snapshot has it). See :meth:`development_note`.
+        disable_nodes: ``(node label, reason)`` pairs sorted by label: nodes the generated overlay
+            disables because the board's devicetree enables them and armgen's application does not use
+            them (nucleo_h743zi's ``mac``: Zephyr reserves 16 KiB of SRAM3 for Ethernet DMA while it
+            is enabled).
     """
 
     targets: tuple[tuple[str, str], ...]
@@ -170,6 +177,12 @@ class ZephyrTarget:
     vendor_target: str | None = None
     note: str | None = None
     devicetree: tuple[tuple[str, DtsFacts], ...] = ()
+    development_only: tuple[tuple[str, str], ...] = ()
+    disable_nodes: tuple[tuple[str, str], ...] = ()
+
+    def development_note(self, release: str) -> str | None:
+        """Why Zephyr ``release``'s tag lacks this board's target (None: the tag has it)."""
+        return dict(self.development_only).get(release)
 
     def target(self, release: str) -> str:
         """The board target in Zephyr ``release``.

@@ -31,6 +31,7 @@ armgen region name" and the overlay says so.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,15 +41,19 @@ from armgen.boards import Board, DtRegion, DtsFacts, list_boards, load_board, sp
 from armgen.errors import ProjectError
 from armgen.paths import MODULES_DIR
 from armgen.project.spec import PoolPlan, ProjectSpec, reads_input_file
-from armgen.workspace import ZephyrRelease, load_manifest, zephyr_release
+from armgen.workspace import OTHER_RELEASE_ENV, ZephyrRelease, load_manifest, zephyr_release
 
 
 def board_target(board: Board, release: ZephyrRelease) -> str:
     """The board's Zephyr target in ``release``.
 
+    A target the release's tag lacks (``zephyr.development_only`` of the board file: only development
+    trees after the tag have it) is refused unless ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; then
+    :func:`development_target_warning` says so.
+
     Raises:
         ProjectError: the board has no Zephyr support, or not in this release (naming the releases
-            that have it).
+            that have it), or only in development trees of it and the override is not set.
     """
     if board.zephyr is None:
         raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
@@ -58,7 +63,26 @@ def board_target(board: Board, release: ZephyrRelease) -> str:
             f"board '{board.name}' is not in Zephyr {release.name} (Zephyr releases that have it: {have})",
             hint=f"use --zephyr-release {board.zephyr.releases[-1]}",
         )
-    return board.zephyr.target(release.name)
+    target = board.zephyr.target(release.name)
+    note = board.zephyr.development_note(release.name)
+    if note is not None and os.environ.get(OTHER_RELEASE_ENV) != "1":
+        tagged = [r for r in board.zephyr.releases if board.zephyr.development_note(r) is None]
+        raise ProjectError(
+            f"board '{board.name}' is not in Zephyr {release.tag}: {note}",
+            hint=(f"use --zephyr-release {tagged[-1]}, or " if tagged else "")
+            + f"set {OTHER_RELEASE_ENV}=1 to write it for a {release.name} development tree that has {target}",
+        )
+    return target
+
+
+def development_target_warning(board: Board, release: ZephyrRelease) -> str | None:
+    """The one-line warning for a project written for a target the release's tag lacks (see
+    :func:`board_target`); None for a target the tag has."""
+    note = board.zephyr.development_note(release.name) if board.zephyr else None
+    if note is None:
+        return None
+    return (f"warning: written for a Zephyr {release.name} development tree, not {release.tag}: {note} "
+            f"({OTHER_RELEASE_ENV}=1)")
 
 #: Cortex-M cores with a data cache (Arm TRMs: Cortex-M7, -M55 and -M85 have optional I/D caches;
 #: every board armgen ships with these cores has them). Data-cache maintenance around NPU DMA is
@@ -605,7 +629,8 @@ def _pool_kconfig(spec: ProjectSpec) -> list[dict[str, Any]]:
 
 
 def _overlay(spec: ProjectSpec, facts: DtsFacts, sram: str, new_nodes: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The devicetree overlay's facts: zephyr,sram, new memory-region nodes, the NPU node if missing."""
+    """The devicetree overlay's facts: zephyr,sram, new memory-region nodes, the NPU node if missing,
+    the nodes the board file disables (``zephyr.disable_nodes``)."""
     board: Board = spec.board
     overlay: dict[str, Any] = {
         "sram_label": facts.regions[sram].label if sram in facts.regions else f"armgen_{sram.lower()}",
@@ -615,6 +640,8 @@ def _overlay(spec: ProjectSpec, facts: DtsFacts, sram: str, new_nodes: dict[str,
         "flash_region": facts.flash,
         "npu_node": None,
         "new_nodes": [new_nodes[k] for k in sorted(new_nodes, key=lambda n: board.region(n).base)],
+        "disabled_nodes": [{"label": label, "reason": reason}
+                           for label, reason in (board.zephyr.disable_nodes if board.zephyr else ())],
     }
     if sram not in facts.regions and sram not in new_nodes:
         r = board.region(sram)
