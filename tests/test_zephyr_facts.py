@@ -457,3 +457,12 @@ def test_41_release_data_follows_v410():
     assert kconfig["ARM_ETHOS_U"]["declared"] and not kconfig["ETHOS_U"]["declared"]
     assert rel.ethos_u_kconfig_prefix == "ARM_ETHOS_U"
     assert V410["cmsis"]["cortex_m_module"] in rel.allowlist
+
+
+def test_nodes_the_board_files_disable_exist_in_the_devicetree():
+    """A label of zephyr.disable_nodes is a node of the board's 4.4 devicetree (else the overlay's
+    `&label { status = "disabled"; }` would not compile)."""
+    for board_name, target in BOARD_FILES.items():
+        board = load_board(board_name)
+        for label, _reason in board.zephyr.disable_nodes:
+            assert label in BOARDS[target]["labels"], f"{board_name}: &{label} is not a recorded label of {target}"
