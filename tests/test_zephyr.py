@@ -290,23 +290,36 @@ def test_npu_board_conf_uses_the_board_prefix_and_dcache(projects):
     assert zephyr.npu_kconfig_choice(spec.board, zephyr.zephyr_release("4.4")) == "ETHOS_U55_256"
 
 
-def test_npu_board_conf_before_42_says_the_npu_buffers_are_not_cache_maintained(programs):
+def test_npu_before_42_supplies_the_drivers_dcache_hooks(programs):
     """Before 4.2 there is no ETHOS_U_DCACHE and hal_ethos_u's cache hooks are weak no-ops: a 4.1 NPU project
-    on a cached core keeps the D-cache on and must say that nothing cleans or invalidates the NPU's buffers
-    (it said the tree "names its Ethos-U cache hooks differently", which sent the reader looking for names)."""
+    on a cached core keeps the D-cache on and its platform.c overrides ethosu_flush_dcache/
+    ethosu_invalidate_dcache with Zephyr's sys_cache API (the board conf says so); a 4.4 project leaves them
+    to Zephyr's driver (CONFIG_ETHOS_U_DCACHE), and a project without NPU has no hooks."""
     res = programs[BOARD_TARGET["corstone_300"]]
     board = load_board("corstone_300")
-    spec = make_spec(
-        res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
-        board_ref="corstone_300", zephyr=zephyr_placement(board, "4.1"),
-    )
-    assert spec.zephyr_release == "4.1"
-    text = _text(render_project(spec).files, "boards/mps3_corstone300_fvp.conf")
+
+    def files_for(release: str) -> dict[str, bytes]:
+        spec = make_spec(
+            res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
+            board_ref="corstone_300", zephyr=zephyr_placement(board, release),
+        )
+        assert spec.zephyr_release == release
+        return render_project(spec).files
+
+    files = files_for("4.1")
+    text = _text(files, "boards/mps3_corstone300_fvp.conf")
     conf = config_lines(text)
     assert conf["ARM_ETHOS_U"] == "y" and conf["DCACHE"] == "y" and "ETHOS_U_DCACHE" not in conf
     flat = " ".join(line.lstrip("# ") for line in text.splitlines())
-    assert "Zephyr 4.1 has no ETHOS_U_DCACHE" in flat and "are NOT cleaned or invalidated" in flat
-    assert "names its Ethos-U cache hooks differently" not in flat
+    assert "Zephyr 4.1 has no ETHOS_U_DCACHE, so src/platform/platform.c overrides" in flat
+    platform = _text(files, "src/platform/platform.c")
+    assert "#include <zephyr/cache.h>" in platform
+    for hook, call in (("ethosu_flush_dcache", "sys_cache_data_flush_range"),
+                       ("ethosu_invalidate_dcache", "sys_cache_data_invd_range")):
+        body = platform.split(f"void {hook}(const uint64_t* base_addr, const size_t* base_addr_size, "
+                              "int num_base_addr) {", 1)[1].split("\n}\n", 1)[0]
+        assert call in body, hook
+    assert "ethosu_flush_dcache" not in _text(files_for("4.4"), "src/platform/platform.c")
 
 
 # ---- structure, west, determinism ---------------------------------------------------------------

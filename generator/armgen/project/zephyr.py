@@ -416,6 +416,9 @@ def zephyr_context(spec: ProjectSpec) -> dict[str, Any]:
         "west": west_projects(board, release),
         "dcache": dcache,
         "npu_kconfig": npu_choice,
+        # The application supplies the Ethos-U driver's D-cache hooks where Zephyr does not (no
+        # ETHOS_U_DCACHE before 4.2) and the core has a data cache.
+        "npu_dcache_hooks": bool(npu_choice and dcache and release.ethos_u_kconfig_prefix != "ETHOS_U"),
         "hal_modules": tuple(m for m in zt.hal_modules if m not in release.allowlist),
     }
 
@@ -479,14 +482,14 @@ def _board_conf(
                 why += ("; the NPU's DMA bypasses the D-cache, so the driver cleans/invalidates the "
                         "buffers it hands over (ethosu_flush_dcache/ethosu_invalidate_dcache)")
             else:
-                # Not a naming difference: before 4.2 Zephyr has no ETHOS_U_DCACHE, and hal_ethos_u
-                # (src/ethosu_driver.c at armgen's pin 03567073, as in the 3.7 and 4.1.99 workspaces) defines
-                # ethosu_flush_dcache/ethosu_invalidate_dcache as weak no-ops. Say so, rather than suggest the
-                # project handles it.
-                why += (f"; Zephyr {release.name} has no ETHOS_U_DCACHE, and hal_ethos_u's ethosu_flush_dcache/"
-                        "ethosu_invalidate_dcache are weak no-ops that nothing in this project overrides (a vendor "
-                        "HAL may): buffers the NPU reads or writes in cacheable memory are NOT cleaned or "
-                        "invalidated around an inference")
+                # Before 4.2 Zephyr has no ETHOS_U_DCACHE, and hal_ethos_u (src/ethosu_driver.c at armgen's
+                # pin 03567073, as in the 3.7 and 4.1.99 workspaces) defines ethosu_flush_dcache/
+                # ethosu_invalidate_dcache as weak no-ops: the application's platform.c overrides them
+                # (npu_dcache_hooks) with Zephyr's sys_cache API.
+                why += (f"; the NPU's DMA bypasses the D-cache and Zephyr {release.name} has no ETHOS_U_DCACHE, so "
+                        "src/platform/platform.c overrides hal_ethos_u's weak ethosu_flush_dcache/"
+                        "ethosu_invalidate_dcache (sys_cache_data_flush_range/sys_cache_data_invd_range over the "
+                        "buffers the driver hands over)")
         board_conf.append((why + ".", lines))
     if spec.uses_npu:
         model_reach = board.region(spec.model_region)
