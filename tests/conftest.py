@@ -26,3 +26,18 @@ def _private_weights_cache(tmp_path_factory):
     """A weights cache of the session's own (empty at start), so the user's cache never decides a test."""
     os.environ["ARMGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("armgen-cache"))
     yield
+
+
+NEEDS = ("needs_gcc", "needs_qemu", "needs_workspace", "needs_zephyr")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The ``needs_*`` markers become skips with the reason from tests/_needs.py (each condition computed once,
+    and only when a selected test carries its marker)."""
+    import _needs
+
+    for item in items:
+        for marker in item.iter_markers():
+            if marker.name in NEEDS and (why := _needs.reason(marker)) is not None:
+                item.add_marker(pytest.mark.skip(reason=why))
+                break

@@ -149,11 +149,10 @@ def _gcc_flag_sets():
     return sorted(seen.items())
 
 
+@pytest.mark.needs_gcc
 @pytest.mark.parametrize("flags,name", _gcc_flag_sets(), ids=lambda v: v if isinstance(v, str) else None)
 def test_arm_none_eabi_gcc_accepts_the_board_flags(flags, name, tmp_path):
     gcc = shutil.which("arm-none-eabi-gcc")
-    if gcc is None:
-        pytest.skip("arm-none-eabi-gcc not installed")
     mcpu, mfpu, abi = flags
     src = tmp_path / "t.c"
     src.write_text("float f(float a, float b) { return a * b + 1.0f; }\n")
@@ -164,10 +163,9 @@ def test_arm_none_eabi_gcc_accepts_the_board_flags(flags, name, tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.needs_qemu
 def test_qemu_knows_every_machine_and_cpu():
     qemu = shutil.which("qemu-system-arm")
-    if qemu is None:
-        pytest.skip("qemu-system-arm not installed")
     machines = subprocess.run([qemu, "-machine", "help"], capture_output=True, text=True, check=True).stdout
     cpus = subprocess.run([qemu, "-cpu", "help"], capture_output=True, text=True, check=True).stdout
     for n in sorted(EXPECTED_BOARDS):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from _programs import armgen, compiled, workspace_missing
+from _programs import armgen, compiled
 from armgen.boards import load_board
 from armgen.errors import BuildError
 from armgen.firmware.build import TOOLCHAIN_PACKAGES, build_project
@@ -114,12 +114,6 @@ def test_not_a_project(tmp_path):
 
 
 # ---- with a workspace: real builds ---------------------------------------------------------------
-def _need_workspace() -> None:
-    why = workspace_missing()
-    if why:
-        pytest.skip(f"needs an armgen workspace ({why})")
-
-
 def _qemu(elf: Path, machine: str, cpu: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["qemu-system-arm", "-machine", machine, "-cpu", cpu, "-nographic", "-semihosting-config",
@@ -142,13 +136,13 @@ def _sizes(elf: Path) -> str:
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 @pytest.mark.parametrize("board,target,machine,cpu", [
     ("qemu_mps3_an547", "cortex-m55", "mps3-an547", "cortex-m55"),
     ("qemu_mps2_an386", "cortex-m4", "mps2-an386", "cortex-m4"),
 ])  # fmt: skip
 def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
-    _need_workspace()
     project = _new(tmp_path, "kws", target, board)
     result = build_project(project)
     assert result.elf == project / "build" / "kws.elf" and result.elf.is_file()
@@ -249,9 +243,9 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 def test_kws_ethos_u_corstone_320_links(tmp_path):
-    _need_workspace()
     report, pte, report_path = compiled("kws", "ethos-u85-256")
     assert any(d.backend_id == "EthosUBackend" for d in report.delegates)
     spec = make_spec(report, load_board("corstone_320"), name="kws", pte_path=pte, report_path=report_path,

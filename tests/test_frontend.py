@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _programs import armgen, workspace_missing
+from _programs import armgen
 from armgen.errors import ModelError
 from armgen.model.frontend import MfccFrontend, frontend_from_declaration, read_wav
 
@@ -110,6 +110,7 @@ def _espeak_clips(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 @pytest.mark.parametrize("board", ["qemu_mps3_an547", "qemu_mps2_an386"])
 def test_kws_hears_espeak_words_on_qemu(board, tmp_path):
@@ -125,9 +126,6 @@ def test_kws_hears_espeak_words_on_qemu(board, tmp_path):
     from armgen.model.program_report import ProgramReport
     from armgen.project.record import load_project
 
-    missing = workspace_missing()
-    if missing:
-        pytest.skip(f"needs an armgen workspace ({missing})")
     clips = _espeak_clips(tmp_path)
     made = armgen("new", "kws", "--board", board, "--frontend", "mfcc", "--out", str(tmp_path))
     assert made.returncode == 0, made.stderr

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from _programs import armgen, workspace_missing
+from _programs import armgen
 from armgen.boards import load_board
 from armgen.boards.npu import NpuWindow, npu_windows, remap_windows
 
@@ -74,8 +74,7 @@ def _image(board: str, root: Path) -> Image:
 
 @pytest.fixture(scope="module")
 def image_root(tmp_path_factory):
-    if (why := workspace_missing()) is not None:
-        pytest.skip(f"no armgen workspace: {why}")
+    """A folder for the images (its users are marked needs_workspace)."""
     return tmp_path_factory.mktemp("npu-images")
 
 
@@ -177,6 +176,7 @@ def _record(project: Path) -> dict:
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 @pytest.mark.parametrize("board_name", BOARDS)
 def test_npu_image_links_with_every_npu_buffer_where_the_npu_reaches(board_name, image_root):

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 import armgen.paths as paths
-from _programs import workspace_missing
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = ("boards", "templates", "modules", "samples")
@@ -53,6 +52,7 @@ def _run(bindir: Path, *args: str, cwd: Path, timeout: float = 1800) -> subproce
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_wheel_holds_every_data_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for folder in DATA:
@@ -68,6 +68,7 @@ def test_editable_install_finds_the_checkouts_folders():
         assert paths.data_dir(folder) == REPO / folder
 
 
+@pytest.mark.slow
 def test_installed_wheel_runs_outside_the_checkout(installed, tmp_path):
     where = subprocess.run([str(installed / "python"), "-c", "import armgen.paths as p; print(p.BOARDS_DIR)"],
                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
@@ -80,10 +81,9 @@ def test_installed_wheel_runs_outside_the_checkout(installed, tmp_path):
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
+@pytest.mark.slow
 def test_installed_wheel_builds_and_runs(installed, tmp_path):
-    why = workspace_missing()
-    if why:
-        pytest.skip(why)
     r = _run(installed, "new", "kws", "--board", "qemu_mps3_an547", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     r = _run(installed, "build", "kws", cwd=tmp_path)

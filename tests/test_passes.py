@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from _programs import armgen, workspace_missing
+from _programs import armgen
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 
 MODELS = Path(__file__).parent / "models"
@@ -85,10 +85,8 @@ def test_conv1d_kws_compiles_to_cmsis_nn_int8(tmp_path):
 
 
 def _run_bit_exact(tmp_path, name: str, board: str, *model: str) -> dict:
-    """``armgen new`` + ``armgen run --json`` on QEMU; the run report, checked to be 0 LSB."""
-    missing = workspace_missing()
-    if missing:
-        pytest.skip(f"needs an armgen workspace ({missing})")
+    """``armgen new`` + ``armgen run --json`` on QEMU; the run report, checked to be 0 LSB (callers are
+    marked needs_workspace)."""
     made = armgen("new", name, *model, "--board", board, "--out", str(tmp_path))
     assert made.returncode == 0, made.stderr
     res = armgen("run", str(tmp_path / name), "--json")
@@ -100,6 +98,7 @@ def _run_bit_exact(tmp_path, name: str, board: str, *model: str) -> dict:
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 def test_conv1d_kws_runs_bit_exact_on_qemu(tmp_path):
     rr = _run_bit_exact(tmp_path, "c1kws", "qemu_mps3_an547", "--model", str(CONV1D_KWS))
@@ -185,6 +184,7 @@ def test_strided_one_channel_convolution_reads_pairs_of_pixels(tmp_path):
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 def test_kws_on_the_m4_is_bit_exact_and_below_tflm(tmp_path):
     """kws on the M4 with both armgen passes on its first layer (a regular convolution, pairs of

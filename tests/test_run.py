@@ -555,16 +555,6 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
 
 
 # ---- with a workspace: the samples through `armgen new` + `armgen run` ---------------------------
-def _workspace_missing() -> str | None:
-    try:
-        from armgen.workspace import find_workspace
-
-        find_workspace()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
-        return getattr(exc, "message", str(exc))
-    return None
-
-
 #: Samples whose randomly initialised stand-in saturates its outputs: without the trained weights their
 #: run cannot pass the non-degenerate check, so it is skipped (not failed) where the weights are absent.
 NEEDS_TRAINED_WEIGHTS = frozenset({"vww", "ic"})
@@ -592,12 +582,10 @@ SAMPLE_RUNS = [
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 @pytest.mark.parametrize("sample,board", SAMPLE_RUNS, ids=[f"{s}-{b}" for s, b in SAMPLE_RUNS])
 def test_sample_runs_on_qemu_within_one_lsb(sample, board, tmp_path):
-    missing = _workspace_missing()
-    if missing:
-        pytest.skip(f"needs an armgen workspace ({missing})")
     no_weights = _weights_missing(sample)
     if no_weights:
         pytest.skip(no_weights)

