@@ -1,10 +1,13 @@
-"""Shared test helpers for spec/new/build: real compiled programs (cached per test session) and
-workspace detection. Not a test module (leading underscore)."""
+"""Shared test helpers: real compiled programs (the committed fixtures of tests/data/programs, and one
+compile cache per test session for what must still compile), the CLI, project trees. Not a test module
+(leading underscore); skip conditions live in tests/_needs.py."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
+import json
 import os
 import re
 import shutil
@@ -19,35 +22,105 @@ _CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # the session's programs go with the session
 
 
+#: The committed program fixtures (tests/data/programs, made by its make.py): key -> (sample, target, board).
+#: ``board`` names the board whose NPU settings (Vela system config, memory mode, config file) and CPU an
+#: Ethos-U program is compiled with; None compiles with armgen's defaults for the target.
+FIXTURES_DIR = Path(__file__).resolve().parent / "data" / "programs"
+FIXTURE_PROGRAMS: dict[str, tuple[str, str, str | None]] = {
+    "kws-cortex-m55": ("kws", "cortex-m55", None),
+    "kws-ethos-u85-256": ("kws", "ethos-u85-256", "corstone_320"),
+    "kws-alif_e8": ("kws", "ethos-u55-256", "alif_e8"),
+    "kws-corstone_300": ("kws", "ethos-u55-128", "corstone_300"),
+    "kws-cortex-m7": ("kws", "cortex-m7", None),
+}
+#: The compile outputs a fixture keeps (by report role, plus the program and its report). The .pt2 files are
+#: left out (hundreds of KB each): project, render and size tests do not read them; render copies what exists.
+FIXTURE_ROLES = ("pte", "report", "reference", "float_reference", "vela_summary")
+
+
+@contextlib.contextmanager
+def _untrained_weights():
+    """No trained weights reachable: no ``$ARMGEN_MLPERF_DIR``, an empty weights cache, no download. The
+    fixtures are made so (the samples' fixed-seed weights), wherever make.py or the check runs."""
+    saved = {k: os.environ.get(k) for k in ("ARMGEN_MLPERF_DIR", "ARMGEN_CACHE_DIR", "ARMGEN_OFFLINE")}
+    with tempfile.TemporaryDirectory(prefix="armgen-no-weights-") as empty:
+        os.environ.pop("ARMGEN_MLPERF_DIR", None)
+        os.environ.update(ARMGEN_CACHE_DIR=empty, ARMGEN_OFFLINE="1")
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def compile_fixture(key: str, out_dir: Path):
+    """Program fixture ``key`` compiled afresh into ``out_dir`` (untrained weights): what make.py commits."""
+    sample, target, board = FIXTURE_PROGRAMS[key]
+    with _untrained_weights():
+        return compile_for(sample, target, board, out_dir)
+
+
+def compile_for(sample: str, target: str, board: str | None, out_dir: Path):
+    """armgen's compile stage (torch.export, PT2E, ExecuTorch lowering, Vela) for ``target``, with the NPU
+    settings and CPU of ``board`` when given. The one recipe of the session cache and the fixtures."""
+    from armgen.model.compile import compile_model
+
+    kwargs = {}
+    if board is not None:
+        from armgen.boards import load_board
+
+        b = load_board(board)
+        assert b.npu is not None and b.npu.vela_accelerator == target, (board, target)
+        kwargs = {"cpu": b.cpu.et_target, "system_config": b.npu.vela_system_config,
+                  "memory_mode": b.npu.vela_memory_mode, "vela_config_file": b.npu.vela_config_file}
+    return compile_model(sample, target, out_dir=out_dir, name=sample, **kwargs)
+
+
 @functools.cache
+def compile_result(sample: str, target: str, board: str | None = None):
+    """:func:`compile_for` once per test session (every test file that must compile shares this cache)."""
+    return compile_for(sample, target, board, _CACHE / f"{sample}-{target}-{board or 'default'}")
+
+
 def compiled(sample: str, target: str) -> tuple[ProgramReport, Path, Path]:
-    """Compile a built-in sample for ``target`` with armgen's compile stage, once per session.
+    """A built-in sample compiled for ``target`` once per session (Ethos-U: for corstone_320's NPU).
 
     Returns:
         (report, pte path, report path).
     """
-    from armgen.model.compile import compile_model
-
-    out = _CACHE / f"{sample}-{target}"
-    kwargs = {}
-    if target.startswith("ethos-u"):
-        from armgen.boards import load_board
-
-        npu = load_board("corstone_320").npu
-        kwargs = {"cpu": "cortex-m85", "system_config": npu.vela_system_config, "memory_mode": npu.vela_memory_mode}
-    result = compile_model(sample, target, out_dir=out, name=sample, **kwargs)
+    result = compile_result(sample, target, "corstone_320" if target.startswith("ethos-u") else None)
     return result.report, result.pte_path, result.report_path
 
 
-def workspace_missing() -> str | None:
-    """Why no workspace usable for firmware builds exists (None when one does)."""
-    try:
-        from armgen.firmware.build import resolve_workspace
+def fixture_files(key: str) -> dict[str, Path]:
+    """The committed files of program fixture ``key`` by role (only those that exist)."""
+    folder = FIXTURES_DIR / key
+    report = ProgramReport.from_dict(json.loads((folder / f"{key.split('-')[0]}.report.json").read_text()))
+    names = {"pte": report.pte_file, "report": f"{report.name}.report.json", **report.files}
+    return {role: folder / names[role] for role in FIXTURE_ROLES if role in names and (folder / names[role]).is_file()}
 
-        resolve_workspace()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
-        return getattr(exc, "message", str(exc))
-    return None
+
+@functools.cache
+def program(key: str) -> tuple[ProgramReport, Path, Path]:
+    """Program fixture ``key`` (FIXTURE_PROGRAMS), compiled by tests/data/programs/make.py: no export.
+
+    Returns:
+        (report, pte path, report path), as :func:`compiled` does.
+    """
+    files = fixture_files(key)
+    report = ProgramReport.from_dict(json.loads(files["report"].read_text()))
+    return report, files["pte"], files["report"]
+
+
+def workspace_missing() -> str | None:
+    """Why no workspace usable for firmware builds exists (None when one does): tests/_needs.py's reason.
+    Tests say ``@pytest.mark.needs_workspace`` instead of calling this."""
+    from _needs import workspace_missing as missing
+
+    return missing()
 
 
 def armgen(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -16,6 +16,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from _programs import compile_result
 from armgen.cli import main
 from armgen.model.compile import compile_model
 from armgen.model.program_report import ProgramReport
@@ -33,18 +34,10 @@ _PRIM = ("executorch_prim::", "aten::sym_size", "aten::sym_numel", "aten::_local
 
 
 @pytest.fixture(scope="session")
-def compiled(tmp_path_factory):
-    """Return a function (sample, target) -> CompileResult that compiles each pair once."""
-    cache = {}
-
-    def get(sample: str, target: str):
-        key = (sample, target)
-        if key not in cache:
-            out = tmp_path_factory.mktemp(f"{sample}-{target}")
-            cache[key] = compile_model(sample, target, out_dir=out)
-        return cache[key]
-
-    return get
+def compiled():
+    """Return a function (sample, target) -> CompileResult with armgen's defaults for the target: the
+    session's compile cache (tests/_programs.py), so a pair another test file compiles is compiled once."""
+    return compile_result
 
 
 def _program(path):

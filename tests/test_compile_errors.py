@@ -122,12 +122,11 @@ def test_inspect_missing_file(tmp_path):
 
 
 def test_inspect_truncated_pte(tmp_path):
-    # A real program header (b"....ET12") followed by too few bytes.
-    import torch
-    from executorch.exir import to_edge
+    # A real program header (b"....ET12") followed by too few bytes: the committed kws program fixture cut.
+    from _programs import program
 
-    ep = torch.export.export(torch.nn.ReLU(), (torch.ones(2),))
-    data = to_edge(ep).to_executorch().buffer
+    data = program("kws-cortex-m55")[1].read_bytes()
+    assert data[4:8] == b"ET12"
     f = tmp_path / "cut.pte"
     f.write_bytes(data[: len(data) // 3])
     code, err, _ = _run(["inspect", str(f), "--json"])

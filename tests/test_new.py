@@ -1,8 +1,9 @@
 """`armgen new` and the render stage: the files of a bare-metal project, deterministic output,
 atomic writes, and every bad input with its message, exit code and no partial directory.
 
-The program is a real kws compile (cached per session); `armgen new --model <x>.pte` picks up the
-report written beside it, so the CLI tests do not compile again.
+The program is the committed kws fixture (tests/data/programs, a real kws compile made by its make.py; the
+slow tier checks it is still what the pinned ExecuTorch produces); `armgen new --model <x>.pte` picks up the
+report beside it, so neither these tests nor the CLI they run compile anything.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from _programs import armgen, compiled, tree
+from _programs import armgen, program, tree
 from armgen.boards import BOARDS_DIR, load_board
 from armgen.errors import ProjectError
 from armgen.project.render import render_project, write_project, write_project_result
@@ -24,7 +25,7 @@ from armgen.project.zephyr import zephyr_placement
 
 @pytest.fixture(scope="module")
 def kws():
-    return compiled("kws", "cortex-m55")
+    return program("kws-cortex-m55")
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,6 @@ def kws_spec(kws):
                      rtos="baremetal")
 
 
-@pytest.mark.slow
 def test_bare_metal_project_files(kws_spec):
     files = render_project(kws_spec).files
     for path in (
@@ -94,7 +94,6 @@ def test_bare_metal_project_files(kws_spec):
     assert "ARMGEN_OPERATOR_MISSING = 20" in h  # ExecuTorch's Error::OperatorMissing = 0x14
 
 
-@pytest.mark.slow
 def test_project_record(kws_spec):
     rec = tomllib.loads(render_project(kws_spec).files["armgen.toml"].decode())
     for key in ("name", "board", "rtos", "backend", "target", "cpu", "elf", "map", "armgen_version",
@@ -134,7 +133,6 @@ def test_force_drops_the_budgets_older_armgen_copied_from_the_board(tmp_path):
     assert _user_budgets(project) == {"flash": 400000, "ram": "1 MiB"}
 
 
-@pytest.mark.slow
 def test_rendering_twice_is_byte_identical(kws_spec, tmp_path):
     a = render_project(kws_spec).files
     b = render_project(kws_spec).files
@@ -144,7 +142,6 @@ def test_rendering_twice_is_byte_identical(kws_spec, tmp_path):
     assert tree(da) == tree(db) == a
 
 
-@pytest.mark.slow
 def test_force_replaces_atomically_and_keeps_build(kws_spec, tmp_path):
     dest = write_project(render_project(kws_spec), tmp_path)
     (dest / "build").mkdir()
@@ -169,7 +166,6 @@ def test_force_replaces_atomically_and_keeps_build(kws_spec, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]  # no temp or trash left behind
 
 
-@pytest.mark.slow
 def test_force_refuses_when_a_user_file_is_in_the_way(kws_spec, tmp_path):
     """A directory of the user's where armgen writes a file: refused, old project untouched."""
     dest = write_project(render_project(kws_spec), tmp_path)
@@ -184,7 +180,6 @@ def test_force_refuses_when_a_user_file_is_in_the_way(kws_spec, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kws"]
 
 
-@pytest.mark.slow
 def test_project_directories_are_not_private(kws_spec, tmp_path):
     """mkdtemp's 0o700 must not leak into the project: directories get 0o777 & ~umask."""
     import os
@@ -206,7 +201,6 @@ def test_project_directories_are_not_private(kws_spec, tmp_path):
 
 
 # ---- the CLI --------------------------------------------------------------------------------------
-@pytest.mark.slow
 def test_new_cli_with_compiled_program(kws, tmp_path):
     report, pte, _ = kws
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(pte), "--out", str(tmp_path))
@@ -239,7 +233,6 @@ def _assert_refused(r, tmp_path: Path, before: set[str], pattern: str) -> None:
     assert {p.name for p in tmp_path.iterdir()} == before  # nothing written, nothing left behind
 
 
-@pytest.mark.slow
 def test_bad_input_existing_directory(kws, tmp_path):
     (tmp_path / "kws").mkdir()
     (tmp_path / "kws" / "mine.c").write_text("keep me")
@@ -249,7 +242,6 @@ def test_bad_input_existing_directory(kws, tmp_path):
     assert (tmp_path / "kws" / "mine.c").read_text() == "keep me"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name,pattern", [
     ("../x", r"project name '\.\./x' is a path"),
     ("1kws", r"project name '1kws' is not a C/CMake identifier"),
@@ -263,7 +255,6 @@ def test_bad_input_name(kws, tmp_path, name, pattern):
     assert {p.name for p in tmp_path.iterdir()} == {"out"}
 
 
-@pytest.mark.slow
 def test_stack_size_option(kws, tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(tmp_path),
                "--stack-size", "2304")  # fmt: skip
@@ -292,14 +283,12 @@ def test_stack_size_option(kws, tmp_path):
     _assert_refused(r, out, set(), r"stack size 1000001 B: must be a multiple of 8")
 
 
-@pytest.mark.slow
 def test_bad_input_ethos_u_without_npu(kws, tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--backend", "ethos-u", "--model", str(kws[1]),
                "--out", str(tmp_path))  # fmt: skip
     _assert_refused(r, tmp_path, set(), r"board 'qemu_mps3_an547' has no Ethos-U NPU")
 
 
-@pytest.mark.slow
 def test_bad_input_program_for_another_npu(kws, tmp_path):
     """An Ethos-U program compiled for ethos-u55-256 is refused for corstone_320 (ethos-u85-256)."""
     import dataclasses
@@ -322,7 +311,6 @@ def test_bad_input_program_for_another_npu(kws, tmp_path):
     assert "hint: compile again: armgen compile kws --target ethos-u85-256 (or armgen new without --model)" in r.stderr
 
 
-@pytest.mark.slow
 def test_bad_input_program_for_another_cpu(kws, tmp_path):
     r = armgen("new", "kws", "--board", "qemu_mps2_an386", "--model", str(kws[1]), "--out", str(tmp_path))
     _assert_refused(r, tmp_path, set(), r"compiled for cortex-m55, but board 'qemu_mps2_an386' has a cortex-m4")
@@ -330,7 +318,6 @@ def test_bad_input_program_for_another_cpu(kws, tmp_path):
     assert "--backend" not in r.stderr
 
 
-@pytest.mark.slow
 def test_bad_input_model_too_large(kws, tmp_path):
     """A board file whose RAM cannot hold the kws pools: the region and shortfall are named."""
     data = yaml.safe_load((BOARDS_DIR / "qemu_mps3_an547.yaml").read_text())
@@ -348,13 +335,11 @@ def test_bad_input_model_too_large(kws, tmp_path):
     _assert_refused(r, out, set(), r"fits no region: DTCM .* short by \d+ bytes")
 
 
-@pytest.mark.slow
 def test_bad_input_unknown_sample(tmp_path):
     r = armgen("new", "nosuchsample", "--board", "qemu_mps3_an547", "--out", str(tmp_path))
     _assert_refused(r, tmp_path, set(), r"'nosuchsample' is not a built-in sample \(.*kws.*\)")
 
 
-@pytest.mark.slow
 def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
     """The reference's input_<i> is in memory (dim) order: embedded unchanged. Reshaping it to the
     logical shape and transposing again scrambles a 3-channel channels_last input (vww, ic)."""
@@ -379,31 +364,20 @@ def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
 
 # ---- Zephyr: one region for data and stack -----------------------------------------------------
 @pytest.fixture(scope="module")
-def zephyr_programs(tmp_path_factory):
-    """kws compiled (torch.export, ExecuTorch lowering, Vela) for the NPU of alif_e8 and corstone_300."""
-    from armgen.model.compile import compile_model
-
-    out = {}
-    for board_name in ("alif_e8", "corstone_300"):
-        board = load_board(board_name)
-        npu = board.npu
-        out[board_name] = compile_model(
-            "kws", npu.vela_accelerator, out_dir=tmp_path_factory.mktemp(board_name), name="kws",
-            cpu=board.cpu.et_target, system_config=npu.vela_system_config, memory_mode=npu.vela_memory_mode,
-            vela_config_file=npu.vela_config_file,
-        )
-    return out
+def zephyr_programs():
+    """kws compiled (torch.export, ExecuTorch lowering, Vela) for the NPU of alif_e8 and corstone_300: the
+    committed fixtures, {board: (report, pte, report path)}."""
+    return {board_name: program(f"kws-{board_name}") for board_name in ("alif_e8", "corstone_300")}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("board_name", ["alif_e8", "corstone_300"])
 def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_programs, board_name):
     """armgen.toml, the `new` summary (spec.stack_region), the README and the overlay name one region."""
     from armgen.project import zephyr
 
-    res = zephyr_programs[board_name]
+    report, pte, report_path = zephyr_programs[board_name]
     board = load_board(board_name)
-    spec = make_spec(res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
+    spec = make_spec(report, board, name="kws", pte_path=pte, report_path=report_path,
                      zephyr=zephyr_placement(board))
     assert spec.rtos == "zephyr" and spec.uses_npu
     files = render_project(spec).files
@@ -457,7 +431,6 @@ def test_flash_and_watch_section_for_every_board_and_flavour(board_name):
         assert image in text or not any("{elf}" in c for c in flash.commands)
 
 
-@pytest.mark.slow
 def test_readmes_have_flash_and_watch(kws):
     """A Zephyr and a bare-metal project for the Alif E8 (HP core; the CPU-only kws program, compiled once per
     session): the README names the runner/tool, the console and its baud."""

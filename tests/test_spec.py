@@ -1,7 +1,9 @@
 """ProjectSpec: pools sized from the program report, placed in board regions, checked before writing.
 
-Programs are compiled for real (armgen.model.compile: torch.export, PT2E, ExecuTorch lowering) once per
-session; boards are the built-in YAML files or variants of them made with board_from_data.
+The program is the committed kws fixture (tests/data/programs, compiled for real by its make.py with
+armgen.model.compile: torch.export, PT2E, ExecuTorch lowering; the slow tier checks it is still what the
+pinned ExecuTorch produces), so these tests need no export; boards are the built-in YAML files or
+variants of them made with board_from_data.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import dataclasses
 import pytest
 import yaml
 
-from _programs import compiled
+from _programs import program
 from armgen.boards import BOARDS_DIR, board_from_data, load_board
 from armgen.errors import ProjectError
 from armgen.model.method_allocator import (
@@ -35,7 +37,7 @@ from armgen.project.zephyr import zephyr_placement
 
 @pytest.fixture(scope="module")
 def kws_m55():
-    return compiled("kws", "cortex-m55")
+    return program("kws-cortex-m55")
 
 
 def _board_variant(name: str, edit) -> object:
@@ -44,7 +46,6 @@ def _board_variant(name: str, edit) -> object:
     return board_from_data(data, name=f"{name}_variant", source=f"{name}_variant.yaml")
 
 
-@pytest.mark.slow
 def test_planned_pools_equal_the_report(kws_m55):
     report, pte, report_path = kws_m55
     spec = make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, report_path=report_path)
@@ -71,7 +72,6 @@ def _round16(n: int) -> int:
     return -(-n // 16) * 16
 
 
-@pytest.mark.slow
 def test_lookup_scratch_is_28_bytes_per_argument_of_the_widest_kernel_call(kws_m55):
     report, pte, _ = kws_m55
     from executorch.exir._serialize._program import deserialize_pte_binary
@@ -85,7 +85,6 @@ def test_lookup_scratch_is_28_bytes_per_argument_of_the_widest_kernel_call(kws_m
     assert temp_pool_size(report.temp_allocator_size, pte.read_bytes()) == scratch
 
 
-@pytest.mark.slow
 def test_stack_size_is_checked_and_used(kws_m55):
     report, pte, report_path = kws_m55
     board = load_board("qemu_mps3_an547")
@@ -96,7 +95,6 @@ def test_stack_size_is_checked_and_used(kws_m55):
             make_spec(report, board, name="kws", pte_path=pte, report_path=report_path, stack_size=bad)
 
 
-@pytest.mark.slow
 def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
     report, pte, report_path = kws_m55
     spec = make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, report_path=report_path)
@@ -121,7 +119,6 @@ def test_pools_go_to_the_fastest_region_that_fits(kws_m55):
     assert spec2.pool("method").region == "DTCM"
 
 
-@pytest.mark.slow
 def test_method_pool_is_the_exact_replay_rounded_to_16(kws_m55):
     report, pte, report_path = kws_m55
     use = method_allocator_use(pte.read_bytes(), temp_pool_size(report.temp_allocator_size, pte.read_bytes()))
@@ -137,7 +134,6 @@ def test_method_pool_is_the_exact_replay_rounded_to_16(kws_m55):
     assert spec.pool("method").bytes == bound == spec.method_allocator_bound
 
 
-@pytest.mark.slow
 def test_model_too_large_fails_naming_region_and_shortfall(kws_m55):
     report, pte, report_path = kws_m55
     board = load_board("qemu_mps2_an386")  # DATA: 4 MiB for data, pools and stack
@@ -156,14 +152,12 @@ def test_model_too_large_fails_naming_region_and_shortfall(kws_m55):
         make_spec(big_pte, board, name="kws", pte_path=pte, report_path=report_path, allow_cpu_mismatch=True)
 
 
-@pytest.mark.slow
 def test_program_for_another_cpu_is_refused(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError, match="compiled for cortex-m55, but board 'qemu_mps2_an386' has a cortex-m4"):
         make_spec(report, load_board("qemu_mps2_an386"), name="kws", pte_path=pte, report_path=report_path)
 
 
-@pytest.mark.slow
 def test_program_for_another_cpu_names_the_real_compile_flags(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError) as err:
@@ -188,7 +182,6 @@ def _as_ethos_u(report, target):
                                delegates=(DelegateInfo("EthosUBackend", 34000, vela),))
 
 
-@pytest.mark.slow
 def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
     """A Vela command stream runs only on the NPU configuration it was compiled for."""
     report, pte, report_path = kws_m55
@@ -207,14 +200,12 @@ def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
     assert spec.target == spec.board.npu.vela_accelerator == "ethos-u55-256"
 
 
-@pytest.mark.slow
 def test_ethos_u_on_a_board_without_npu_is_refused(kws_m55):
     report, pte, report_path = kws_m55
     with pytest.raises(ProjectError, match="has no Ethos-U NPU"):
         make_spec(report, load_board("qemu_mps3_an547"), name="kws", pte_path=pte, backend="ethos-u")
 
 
-@pytest.mark.slow
 def test_npu_pools_only_in_npu_reachable_regions(kws_m55):
     """Planned and temp pools of a delegated program go where the NPU reaches (not DTCM)."""
     report, pte, report_path = kws_m55

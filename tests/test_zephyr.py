@@ -108,6 +108,7 @@ def test_normalised_board_targets():
             n(bad)
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 @pytest.mark.parametrize("board", sorted(BOARD_TARGET))
 def test_config_symbols_are_declared(projects, board):
     spec, files = projects[board]
@@ -129,6 +130,7 @@ def test_config_symbols_are_declared(projects, board):
             assert s in et_syms, f"{s} is not in ExecuTorch's zephyr/Kconfig"
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_executorch_kconfig_half(projects):
     et = _et_zephyr_kconfig()
     if et is None:
@@ -140,6 +142,7 @@ def test_executorch_kconfig_half(projects):
     assert used["EXECUTORCH"] == "y" and used["EXECUTORCH_BUILD_PORTABLE_OPS"] == "n"
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 @pytest.mark.parametrize("board", sorted(BOARD_TARGET))
 def test_pool_kconfig_defaults_equal_the_plan(projects, board):
     spec, files = projects[board]
@@ -237,6 +240,7 @@ def test_parser_rejects_unbalanced():
         parse_dts("/ { a = <1> };")
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_alif_overlay_adds_the_npu_and_moves_zephyr_sram(projects):
     spec, files = projects["alif_e8"]
     tree = parse_dts(_text(files, "boards/ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp.overlay"))
@@ -256,6 +260,7 @@ def test_alif_overlay_adds_the_npu_and_moves_zephyr_sram(projects):
     assert r.npu_address == r.base and r.kind == "sram"
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_corstone_300_zephyr_sram_is_npu_reachable_not_dtcm(projects):
     spec, files = projects["corstone_300"]
     tree = parse_dts(_text(files, "boards/mps3_corstone300_fvp.overlay"))
@@ -266,6 +271,7 @@ def test_corstone_300_zephyr_sram_is_npu_reachable_not_dtcm(projects):
     assert all(p.region != "DTCM" for p in spec.pools if p.npu)
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_cortex_m_board_keeps_its_devicetree_and_caches(projects):
     spec, files = projects["nucleo_h743zi"]
     tree = parse_dts(_text(files, "boards/nucleo_h743zi.overlay"))
@@ -277,6 +283,7 @@ def test_cortex_m_board_keeps_its_devicetree_and_caches(projects):
     assert "ETHOS_U" not in _text(files, "prj.conf")
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_npu_board_conf_uses_the_board_prefix_and_dcache(projects):
     spec, files = projects["alif_e8"]
     conf = config_lines(_text(files, "boards/ensemble_e8_dk_ae822fa0e5597ls0_rtss_hp.conf"))
@@ -323,6 +330,7 @@ def test_npu_before_42_supplies_the_drivers_dcache_hooks(programs):
 
 
 # ---- structure, west, determinism ---------------------------------------------------------------
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 @pytest.mark.parametrize("board", sorted(BOARD_TARGET))
 def test_structure_matches_upstream_sample(projects, board):
     spec, files = projects[board]
@@ -341,6 +349,7 @@ def test_structure_matches_upstream_sample(projects, board):
         assert snippet in files
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_alif_files_and_placement(projects):
     spec, files = projects["alif_e8"]
     assert spec.rtos == "zephyr" and spec.backend == "ethos-u" and spec.uses_npu
@@ -370,6 +379,7 @@ def test_alif_files_and_placement(projects):
     assert not any(f"{op}" in ops for op in delegated)
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_west_manifest_pins_what_modules_pins(projects):
     from west.manifest import ImportFlag, Manifest
 
@@ -395,6 +405,7 @@ def test_west_manifest_pins_what_modules_pins(projects):
         assert m.projects[0].path == "kws"
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_generating_twice_is_byte_identical(programs, projects, tmp_path):
     for board in BOARD_TARGET:
         again = render_project(_spec(programs, board)).files
@@ -408,6 +419,7 @@ def test_generating_twice_is_byte_identical(programs, projects, tmp_path):
 
 
 # ---- errors ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_npu_pool_behind_an_alias_is_refused(programs):
     spec = _spec(programs, "alif_e8")
     pool = spec.pool("temp")
@@ -426,6 +438,7 @@ def test_no_zephyr_in_the_workspace_is_one_clear_line(tmp_path):
     assert "armgen workspace init --zephyr" in (exc.value.hint or "")
 
 
+@pytest.mark.slow  # compiles kws for three targets (module fixture `programs`)
 def test_armgen_build_of_a_zephyr_project_without_zephyr(projects, tmp_path):
     """`armgen build` on a generated Zephyr project, against a workspace without Zephyr: one line,
     exit code 2, no traceback."""
