@@ -5,7 +5,7 @@ per release: ``$ARMGEN_WORKSPACE_ZEPHYR_4_1``, ``$ARMGEN_WORKSPACE``, ``~/.local
 On this site that is not Zephyr v4.1.0 but a snapshot of upstream main of 2025-06-18 (VERSION 4.1.99,
 kartben/zephyr-no-history 9a57e98e, mirrored with stand-ins by the site's ``site-mirrors`` tool), with
 its own cmsis_6 pin (Zephyr's fork, 6dd50439), hal_ethos_u at armgen's pin (03567073, not the snapshot's
-50ddffca) and hal_stm32 at a mirror commit of 4.4's pin (3e8c2deb: 610e32fb minus 38 blobs). Where it
+50ddffca) and hal_stm32 at the site mirror's commit of 4.4's pin (610e32fb minus 38 blobs; its hash is made by ``site-mirrors``). Where it
 differs from v4.1.0 (tests/data/zephyr_facts.yaml ``releases.v4.1.0``, checked by test_zephyr_facts.py):
 
 * it builds Cortex-M with cmsis_6; v4.1.0 builds it with ``cmsis`` (CMSIS 5.9.0; CMSIS_6 became required in
