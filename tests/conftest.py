@@ -28,6 +28,12 @@ def _private_weights_cache(tmp_path_factory):
     yield
 
 
+def pytest_addoption(parser):
+    """``--update-golden``: tests/test_golden.py rewrites its golden copies (as ``ARMGEN_UPDATE_GOLDEN=1``)."""
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/data/golden from the current templates (review the diff, then commit)")
+
+
 NEEDS = ("needs_gcc", "needs_qemu", "needs_workspace", "needs_zephyr")
 
 

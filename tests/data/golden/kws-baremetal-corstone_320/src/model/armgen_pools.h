@@ -1,0 +1,38 @@
+/*
+ * kws: the static memory pools, sized by armgen from the program's memory plan
+ * (generated; see armgen.toml [[pools]] for sizes and regions).
+ */
+#ifndef ARMGEN_POOLS_H
+#define ARMGEN_POOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* planned pool: 512 bytes in SRAM (.armgen_pool.planned_1), read/written by the NPU */
+#define ARMGEN_POOL_PLANNED_1_SIZE 512u
+extern uint8_t armgen_pool_planned_1[ARMGEN_POOL_PLANNED_1_SIZE];
+/* method pool: 272 bytes in SRAM (.armgen_pool.method) */
+#define ARMGEN_POOL_METHOD_SIZE 272u
+extern uint8_t armgen_pool_method[ARMGEN_POOL_METHOD_SIZE];
+/* temp pool: 16000 bytes in SRAM (.armgen_pool.temp), read/written by the NPU */
+#define ARMGEN_POOL_TEMP_SIZE 16000u
+extern uint8_t armgen_pool_temp[ARMGEN_POOL_TEMP_SIZE];
+
+/* Planned pools by ExecuTorch memory id (index i here = memory id i + 1 = MethodMeta index i). */
+#define ARMGEN_NUM_PLANNED_POOLS 1
+typedef struct {
+  const char* name;
+  uint8_t* base;
+  size_t size;
+} armgen_pool_t;
+extern const armgen_pool_t armgen_planned_pools[];
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARMGEN_POOLS_H */
