@@ -6,8 +6,8 @@
  *
  * The bare-metal link routes the C library's snprintf and vsnprintf here (-Wl,--wrap=snprintf
  * -Wl,--wrap=vsnprintf): ExecuTorch's runtime formats only operator names ("%s%s%s",
- * runtime/executor/method.cpp) and log lines with them, and newlib-nano's formatter with its
- * buffer-growing helpers is about 2 KB of flash. Return value and truncation follow C99: the
+ * runtime/executor/method.cpp) and log lines with them, and newlib-nano's formatter brings its
+ * buffer-growing helpers into flash. Return value and truncation follow C99: the
  * length the full text would have, at most size-1 characters written, always NUL-terminated.
  */
 #ifndef ARMGEN_PRINT_H

@@ -74,8 +74,8 @@ include("${CMAKE_CURRENT_LIST_DIR}/ethos_u.cmake")
 add_subdirectory("${EXECUTORCH_ROOT}" "${CMAKE_CURRENT_BINARY_DIR}/executorch" EXCLUDE_FROM_ALL)
 if(ARMGEN_LTO AND TARGET cmsis-nn)
   # LTO inlines CMSIS-NN's matrix x vector kernel into arm_fully_connected_s8, and on the Cortex-M55
-  # that loop then runs 1.2 % more instructions (ad: 148,490 against 146,640 separately compiled);
-  # kept out of LTO it is called as CMSIS-NN ships it. The rest of CMSIS-NN gains from LTO.
+  # that loop then runs more instructions than the kernel compiled separately; kept out of LTO it is
+  # called as CMSIS-NN ships it. The rest of CMSIS-NN gains from LTO.
   set_source_files_properties("${CMSIS_NN_LOCAL_PATH}/Source/NNSupportFunctions/arm_nn_vec_mat_mult_t_s8.c"
     DIRECTORY "${CMSIS_NN_LOCAL_PATH}" PROPERTIES COMPILE_OPTIONS -fno-lto)
 endif()
@@ -105,8 +105,8 @@ list(APPEND ARMGEN_REGISTRATION_LIBS armgen_prim_ops_lib)
 list(APPEND ARMGEN_KERNEL_LIBS armgen_prim_ops_lib_impl)
 
 # Kernel table: exactly the 1 kernels registered above, not the default 2000 slots.
-# (Upstream's gen_selected_max_kernel_num would add all 28 prim ops although they are built
-# selectively: 336 B of empty slots. MAX_KERNEL_NUM is its documented override.)
+# (Upstream's gen_selected_max_kernel_num would add a slot for every prim op although they are built
+# selectively: empty slots in .bss. MAX_KERNEL_NUM is its documented override.)
 target_compile_definitions(executorch_core PRIVATE MAX_KERNEL_NUM=1)
 
 # Link the runtime into the firmware: registration libraries whole-archive (their static

@@ -141,10 +141,10 @@ extern "C" const char* armgen_model_error_where(void) {
 }
 
 /* armgen_model_init's steps, each in a frame of its own (noinline): the deepest call of the whole
- * run is Method::init's operator lookup (ExecuTorch's get_op_function_from_registry keeps a
- * 691-byte kernel-key string on the stack), and it then sits below only the frame of
- * load_method_in_place, not below the Result<Program> and MethodMeta of the earlier steps
- * (measured with -fstack-usage: armgen_model_init's one frame was 272 B). */
+ * run is Method::init's operator lookup (ExecuTorch's get_op_function_from_registry keeps its
+ * kernel-key string, kKernelKeyBufSize bytes, on the stack), and it then sits below only the frame
+ * of load_method_in_place, not below the Result<Program> and MethodMeta of the earlier steps, which
+ * one frame for the whole of armgen_model_init would hold for all of it. */
 namespace {
 
 __attribute__((noinline)) int load_program(Program** out) {

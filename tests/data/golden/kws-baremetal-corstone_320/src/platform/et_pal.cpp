@@ -61,7 +61,7 @@ void et_pal_free(void* ptr) {
 
 /* C++ allocation without exceptions: the init-time heap (.heap, closed after armgen_model_init;
  * see armgen_platform_lock_heap). Replacing these keeps libstdc++'s throwing operator new and its
- * exception-handling support (about 9 KB) out of the image. */
+ * exception-handling support out of the image. */
 void* operator new(size_t size) {
   void* p = malloc(size);
   if (p == nullptr) {

@@ -61,7 +61,7 @@ void et_pal_free(void* ptr) {
 
 /* C++ allocation without a heap (this program needs none: heap_size 0). operator new fails loudly;
  * operator delete, reached only from the virtual destructors of runtime classes that live in
- * static storage here, has nothing to free. Neither pulls in newlib's malloc/free (about 500 B). */
+ * static storage here, has nothing to free. Neither pulls in newlib's malloc/free. */
 void* operator new(size_t size) {
   armgen_printf("ARMGEN error MemoryAllocationFailed operator_new(%lu) without a heap\n", static_cast<unsigned long>(size));
   armgen_exit(10);
