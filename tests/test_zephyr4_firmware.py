@@ -45,17 +45,8 @@ MODELS = Path(__file__).parent / "models"
 RELEASE = "4.1"
 
 
-def _zephyr4_missing() -> str | None:
-    ws = Workspace(find_zephyr_workspace(RELEASE))
-    if not ws.has_zephyr or ws.zephyr_release != RELEASE:
-        return (f"no Zephyr {RELEASE} workspace (looked up as armgen.workspace.find_zephyr_workspace does; last "
-                f"candidate {ws.root}): armgen workspace init --zephyr --zephyr-release {RELEASE} ...")
-    return None
-
-
-MISSING = _zephyr4_missing()
-needs_zephyr4 = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
-WS = None if MISSING else find_zephyr_workspace(RELEASE)
+needs_zephyr4 = pytest.mark.needs_zephyr(release=RELEASE)
+WS = find_zephyr_workspace(RELEASE)  # where the needs_zephyr marker found it (tests/_needs.py)
 
 
 def _ok(result, what: str) -> str:

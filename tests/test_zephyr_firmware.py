@@ -19,29 +19,14 @@ from pathlib import Path
 import pytest
 
 from _programs import armgen
-from armgen.firmware.build import resolve_workspace
 from armgen.firmware.size import validate_report
-from armgen.workspace import Workspace
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MODELS = Path(__file__).parent / "models"
 RELEASE = "3.7"
 
 
-def _zephyr_missing() -> str | None:
-    try:
-        ws = Workspace(resolve_workspace())
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
-        return f"no armgen workspace ({getattr(exc, 'message', exc)})"
-    if not ws.has_zephyr:
-        return f"no Zephyr in the workspace {ws.root}: armgen workspace init --zephyr --zephyr-release {RELEASE}"
-    if ws.zephyr_release != RELEASE:
-        return f"the workspace {ws.root} has Zephyr {ws.zephyr_release}, these tests build for {RELEASE}"
-    return None
-
-
-MISSING = _zephyr_missing()
-needs_zephyr = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+needs_zephyr = pytest.mark.needs_zephyr(release=RELEASE)
 
 
 def _ok(result, what: str) -> str:
