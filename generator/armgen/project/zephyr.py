@@ -418,7 +418,7 @@ def zephyr_context(spec: ProjectSpec) -> dict[str, Any]:
         "npu_kconfig": npu_choice,
         # The application supplies the Ethos-U driver's D-cache hooks where Zephyr does not (no
         # ETHOS_U_DCACHE before 4.2) and the core has a data cache.
-        "npu_dcache_hooks": bool(npu_choice and dcache and release.ethos_u_kconfig_prefix != "ETHOS_U"),
+        "npu_dcache_hooks": bool(npu_choice and dcache and not release.ethos_u_dcache_kconfig),
         "hal_modules": tuple(m for m in zt.hal_modules if m not in release.allowlist),
     }
 
@@ -477,8 +477,8 @@ def _board_conf(
         lines = ["CONFIG_CACHE_MANAGEMENT=y", "CONFIG_DCACHE=y", "CONFIG_ICACHE=y"]
         why = f"{board.cpu.core} has instruction and data caches: keep them on"
         if npu_choice:
-            if prefix == "ETHOS_U":
-                lines.append("CONFIG_ETHOS_U_DCACHE=y")
+            if release.ethos_u_dcache_kconfig:
+                lines.append(f"CONFIG_{prefix}_DCACHE=y")
                 why += ("; the NPU's DMA bypasses the D-cache, so the driver cleans/invalidates the "
                         "buffers it hands over (ethosu_flush_dcache/ethosu_invalidate_dcache)")
             else:

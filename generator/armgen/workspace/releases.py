@@ -29,6 +29,8 @@ class ZephyrRelease:
         name: the short name users pass (``"3.7"``, ``"4.4"``). tag: the release tag (``v3.7.1``).
         manifest: the west manifest of Zephyr and the modules the workspace takes for this release.
         ethos_u_kconfig_prefix: ``ARM_ETHOS_U`` (up to 4.1) or ``ETHOS_U`` (4.2 on).
+        ethos_u_dcache_kconfig: the release's Ethos-U driver glue has ``ETHOS_U_DCACHE`` (4.2 on), which
+            cleans/invalidates the buffers the NPU reads and writes; without it the application does.
         allowlist: Zephyr's own projects a generated application's west.yml imports.
     """
 
@@ -36,6 +38,7 @@ class ZephyrRelease:
     tag: str
     manifest: Path
     ethos_u_kconfig_prefix: str
+    ethos_u_dcache_kconfig: bool
     allowlist: tuple[str, ...]
 
 
@@ -53,7 +56,8 @@ def zephyr_releases(path: Path = RELEASES_PATH) -> tuple[tuple[str, ZephyrReleas
         out = {
             str(name): ZephyrRelease(
                 name=str(name), tag=str(r["tag"]), manifest=path.parent / str(r["manifest"]),
-                ethos_u_kconfig_prefix=str(r["ethos_u_kconfig_prefix"]), allowlist=tuple(r["allowlist"]),
+                ethos_u_kconfig_prefix=str(r["ethos_u_kconfig_prefix"]),
+                ethos_u_dcache_kconfig=bool(r["ethos_u_dcache_kconfig"]), allowlist=tuple(r["allowlist"]),
             )
             for name, r in data["releases"].items()
         }
