@@ -95,6 +95,8 @@ def _explain(report: ProgramReport, report_dir: Path, q_in: Sequence[np.ndarray]
         exact = explain_reference(report, report_dir, q_in, graphs)
     except ModelError as exc:
         return Explanation(which, False, None, None, (), f"no exact reference: {exc.message}")
+    except Exception as exc:  # noqa: BLE001 - the check it would explain stays a failure, said in one line
+        return Explanation(which, False, None, None, (), f"no exact reference: {type(exc).__name__}: {exc}")
     checks, _ = compare_outputs(outs, exact.exact_outputs, report.outputs)
     lsb = max((c.max_lsb_diff for c in checks if c.max_lsb_diff is not None), default=None)
     if lsb is None or lsb > LSB_TOLERANCE + 1e-6:
@@ -270,7 +272,8 @@ def run_on_tosa_reference(
         classifier: the outputs are class scores (adds top-1 agreement to the float distance).
 
     Returns:
-        A :class:`TosaRunReport`; mismatches and degenerate outputs are error findings (``passed`` False).
+        A :class:`TosaRunReport`; degenerate outputs and mismatches are error findings (outcome
+        ``"fail"``), except mismatches the exact reference explains (warnings, outcome ``"explained"``).
 
     Raises:
         ModelError: the program was compiled without its TOSA graphs, the TOSA reference model refuses
