@@ -46,6 +46,10 @@ def test_bare_metal_project_files(kws_spec):
     ):  # fmt: skip
         assert path in files, path
     assert "src/platform/npu.c" not in files and "cmake/ethos_u.cmake" not in files  # no NPU here
+    # one console driver, the board's (semihosting on an547); armgen_platform_init is defined once
+    assert [p for p in files if p.startswith("src/platform/console/")] == [
+        "src/platform/console/armgen_console.h", "src/platform/console/semihosting.c"]
+    assert sum(data.count(b"void armgen_platform_init(void) {") for data in files.values()) == 1
     report = kws_spec.report
     assert files["model/kws.pte"] == kws_spec.pte_path.read_bytes()
 
@@ -455,3 +459,23 @@ def test_readmes_have_flash_and_watch(kws):
     assert '"cpu_id": "M55_HP", "mramAddress": "0x80008000"' in bm_readme
     assert "Flash with west flash (SEGGER J-Link) (Zephyr 4.4's default runner for this board: `jlink`)" in z_readme
     assert "\n```sh\nwest flash\n```\n" in z_readme
+
+
+@pytest.mark.parametrize("board_name", sorted(p.stem for p in BOARDS_DIR.glob("*.yaml") if p.stem != "aliases"))
+def test_bare_metal_project_gets_its_boards_console_driver_and_no_other(board_name):
+    """Which console file a project gets is decided in Python (writes_template), not by a template that renders
+    to nothing: exactly one driver template applies to each board, and it is the one for its console."""
+    from types import SimpleNamespace
+
+    from armgen.paths import TEMPLATES_DIR
+    from armgen.project.render import CONSOLE_DIR, console_driver, writes_template
+
+    board = load_board(board_name)
+    spec = SimpleNamespace(board=board)  # writes_template reads the board only
+    drivers = sorted(p.name.removesuffix(".c.j2") for p in (TEMPLATES_DIR / "baremetal" / "project" / CONSOLE_DIR)
+                     .glob("*.c.j2"))
+    assert drivers == ["cmsdk_uart", "ns16550", "semihosting", "stm32_usart"]
+    assert [d for d in drivers if writes_template(f"{CONSOLE_DIR}{d}.c", spec)] == [console_driver(board)]
+    bm = board.baremetal
+    by_kind = {"cmsdk": "cmsdk_uart", "ns16550": "ns16550", "stm32_usart_v1": "stm32_usart", "stm32_usart_v2": "stm32_usart"}
+    assert console_driver(board) == ("semihosting" if bm.console == "semihosting" else by_kind[bm.uart_kind])

@@ -138,8 +138,9 @@ def test_an_mlp_builds_bare_metal_for_every_stm32_board(board, tmp_path):
     r = armgen("new", "mlp", "--model", str(MODELS / "mlp.py"), "--board", board, "--rtos", "baremetal",
                "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    platform_c = (tmp_path / "mlp" / "src" / "platform" / "platform.c").read_text()
-    assert "board_uart_putc" not in platform_c and "UART_BRR" in platform_c
+    console = tmp_path / "mlp" / "src" / "platform" / "console"
+    assert [p.name for p in console.glob("*.c")] == ["stm32_usart.c"]  # the board's driver, no other
+    assert "UART_BRR" in (console / "stm32_usart.c").read_text()
     r = armgen("build", str(tmp_path / "mlp"))
     assert r.returncode == 0, ANSI.sub("", r.stderr)[-3000:]
     assert (tmp_path / "mlp" / "build" / "mlp.elf").is_file()
@@ -153,7 +154,7 @@ def test_the_stm32f4_usart_driver_prints_on_qemu_netduinoplus2(tmp_path):
     run reads (outputs, pools, ticks) came through USART1."""
     r = armgen("new", "mlp", "--model", str(MODELS / "mlp.py"), "--board", "qemu_netduinoplus2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
-    assert "F1/F2/F4 layout" in (tmp_path / "mlp" / "src" / "platform" / "platform.c").read_text()
+    assert "F1/F2/F4 layout" in (tmp_path / "mlp" / "src" / "platform" / "console" / "stm32_usart.c").read_text()
     res = armgen("run", str(tmp_path / "mlp"), "--json")
     assert res.returncode == 0, ANSI.sub("", res.stderr)[-3000:]
     import json

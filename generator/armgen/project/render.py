@@ -4,8 +4,10 @@ Templates live in ``templates/``: ``common/project/`` holds what every flavour s
 API, the pools, the example ``main``, the console formatter), ``<flavour>/project/`` the platform
 layer and build files (``baremetal``; ``zephyr`` is added separately), ``common/partials/`` jinja2
 partials either may include. Files ending in ``.j2`` are rendered with the spec's context (the
-suffix is dropped); other files are copied byte for byte. Generation is deterministic: no
-timestamps, sorted iteration, LF line endings.
+suffix is dropped); other files are copied byte for byte. Which files a project gets is decided here
+(:func:`writes_template`: a bare-metal project gets the one console driver of its board); a template
+that renders to nothing is left out too. Generation is deterministic: no timestamps, sorted
+iteration, LF line endings.
 
 :func:`render_project` returns ``{relative path: bytes}``; :func:`write_project` puts them on disk:
 into a temporary directory beside the destination, then one rename. An existing destination is
@@ -90,6 +92,8 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             rel = path.relative_to(root).as_posix()
             if "__pycache__" in rel:
+                continue
+            if not writes_template(rel.removesuffix(".j2"), spec):
                 continue
             if rel.endswith(".j2"):
                 rel = rel[: -len(".j2")]
@@ -499,6 +503,44 @@ def _semihosting(spec: ProjectSpec) -> bool:
     return reads_input_file(spec.board, spec.rtos)
 
 
+#: Where a bare-metal project's console driver goes: one file, ``<driver>.c`` (:func:`console_driver`),
+#: from ``templates/baremetal/project/src/platform/console/<driver>.c.j2``.
+CONSOLE_DIR = "src/platform/console/"
+
+#: ``baremetal.uart_kind`` (boards/schema.json) -> the console driver that drives it.
+_UART_DRIVERS = {"cmsdk": "cmsdk_uart", "ns16550": "ns16550", "stm32_usart_v1": "stm32_usart",
+                 "stm32_usart_v2": "stm32_usart"}
+
+
+def console_driver(board: Any) -> str:
+    """The bare-metal console driver of ``board``: ``semihosting``, ``cmsdk_uart`` (Arm CMSDK APB UART),
+    ``ns16550`` or ``stm32_usart`` (both STM32 USART layouts); its project gets
+    ``src/platform/console/<driver>.c`` and no other console file.
+
+    Raises:
+        ProjectError: a UART kind no driver is written for (boards/schema.json admits only the kinds
+            above).
+    """
+    bm = board.baremetal
+    if bm.console == "semihosting":
+        return "semihosting"
+    driver = _UART_DRIVERS.get(bm.uart_kind or "")
+    if driver is None:
+        raise ProjectError(f"board {board.name}: no console driver for baremetal.uart_kind {bm.uart_kind!r}",
+                           hint=f"use one of {', '.join(sorted(_UART_DRIVERS))}")
+    return driver
+
+
+def writes_template(rel: str, spec: ProjectSpec) -> bool:
+    """Whether the project gets the file a template renders to (``rel``: its path in the project, relative
+    POSIX, ``.j2`` dropped): every file but the console drivers of other consoles (:func:`console_driver`;
+    the driver's own header ``armgen_console.h`` always). Templates that do not apply and still render
+    to nothing (``npu.c`` without an NPU, ...) are left out by :func:`render_project` after rendering."""
+    if rel.startswith(CONSOLE_DIR) and rel.endswith(".c"):
+        return rel == f"{CONSOLE_DIR}{console_driver(spec.board)}.c"
+    return True
+
+
 def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
     board = spec.board
     pools = list(spec.pools)
@@ -557,8 +599,17 @@ def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
         "vector_align": vector_align,
         "method_allocator_bound": spec.method_allocator_bound,
         "semihosting": _semihosting(spec),
+        **(_baremetal_console_context(board) if spec.rtos == "baremetal" else {}),
         "frontend": _frontend_context(spec),
     }
+
+
+def _baremetal_console_context(board: Any) -> dict[str, Any]:
+    """The console driver file (:func:`console_driver`) and how the firmware stops: a semihosting exit on a
+    semihosting console whatever ``baremetal.exit`` says (the console needs the host already), else as it says."""
+    bm = board.baremetal
+    return {"console_driver": console_driver(board),
+            "semihosting_exit": bm.console == "semihosting" or bm.exit == "semihosting"}
 
 
 def _load_scratch_context(spec: ProjectSpec) -> dict[str, Any] | None:
