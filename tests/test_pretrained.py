@@ -208,6 +208,9 @@ def test_weights_verify_with_nothing_cached_says_so_and_exits_1(online):
     (online / pretrained.WEIGHTS["kws"].file).write_bytes((site / pretrained.WEIGHTS["kws"].file).read_bytes())
     assert runner.invoke(main, ["weights", "verify"]).exit_code == 0  # kws verified, the rest not cached
     assert runner.invoke(main, ["weights", "verify", "kws"]).exit_code == 0
+    res = runner.invoke(main, ["weights", "verify", "vww"])  # kws is cached: the cache is not empty
+    assert res.exit_code == 1 and "armgen: not verified: vww not cached; `armgen weights fetch vww`" in res.output
+    assert "no trained weights are cached" not in res.output
     res = runner.invoke(main, ["weights", "verify", "kws", "ad"])
     assert res.exit_code == 1 and "armgen: not verified: ad not cached; `armgen weights fetch ad`" in res.output
 

@@ -105,7 +105,8 @@ def verify_cmd(ctx: click.Context, samples: tuple[str, ...]) -> None:
     fetch = "armgen weights fetch" + "".join(f" {m}" for m in missing if samples)
     if bad:
         err_console.print(f"armgen: {len(bad)} cached file(s) do not match", highlight=False)
-    if not ok and not bad:
+    # "no trained weights are cached" only when it is true: `verify vww` with kws cached names vww instead.
+    if not ok and not bad and not any(pretrained.cached_path(s).is_file() for s in pretrained.WEIGHTS):
         err_console.print(f"armgen: nothing verified: no trained weights are cached in {pretrained.cache_dir()}; "
                           f"`{fetch}` downloads them", highlight=False, soft_wrap=True)
     elif samples and missing:
