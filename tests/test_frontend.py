@@ -161,3 +161,7 @@ def test_kws_hears_espeak_words_on_qemu(board, tmp_path):
     broken.write_bytes(b"RIFF....WAVEfmt ")
     res = armgen("run", str(project), "--input", str(broken))
     assert res.returncode == 2 and "not a readable WAV file" in res.stderr and "Traceback" not in res.stderr
+    tensor = tmp_path / "features.npy"
+    np.save(tensor, np.zeros((1, 1, 49, 10), dtype=np.float32))
+    res = armgen("run", str(project), "--input", str(tensor))
+    assert res.returncode == 2 and "audio front end (mfcc): --input takes a WAV clip, not a tensor" in res.stderr, res.stderr

@@ -497,6 +497,10 @@ def test_load_input_file_formats(tmp_path):
     (tmp_path / "d.txt").write_text("1 2 3")
     with pytest.raises(RunError, match="unknown input format"):
         load_input_file(tmp_path / "d.txt", [info])
+    (tmp_path / "e.wav").write_bytes(b"RIFF")  # a clip for a project without a front end: the hint says so
+    with pytest.raises(RunError, match="unknown input format .wav") as exc:
+        load_input_file(tmp_path / "e.wav", [info])
+    assert "armgen new --frontend mfcc" in (exc.value.hint or "")
     # a different rank with the same elements is refused, naming both shapes (issue 27: it passed)
     np.save(tmp_path / "rank.npy", x[0])
     with pytest.raises(RunError, match=r"has shape \(2, 3\), the program wants \(1, 2, 3\)"):

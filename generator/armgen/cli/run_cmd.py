@@ -365,13 +365,19 @@ def _run_audio(project: Path, record: ProjectRecord, board: Any, report: Any, re
     through the firmware's front end and network; features and outputs checked (armgen.firmware.audio_run).
 
     Raises:
-        ModelError: an unreadable audio file. RunError / ArmgenError: as for any run (exit 2 / 1).
+        ModelError: an unreadable audio file. RunError: a tensor file (.npy, .npz, .pt) given as the clip.
+        RunError / ArmgenError: as for any run (exit 2 / 1).
     """
     from armgen.firmware.audio_run import run_audio, synthetic_clip
     from armgen.model.frontend import frontend_from_record, read_wav
 
     assert record.frontend is not None
     frontend = frontend_from_record(record.frontend)
+    if input_file is not None and input_file.suffix.lower() in (".npy", ".npz", ".pt"):
+        # read as WAV it would fail with scipy's "File format b'\\x93NUM' not understood"
+        raise RunError(f"{input_file}: project {record.name} has an audio front end ({frontend.kind}): --input "
+                       "takes a WAV clip, not a tensor",
+                       hint="pass a .wav file, or leave out --input for the synthetic clip")
     if input_file is not None:
         pcm, source = read_wav(input_file, frontend.sample_rate), str(input_file)
     else:

@@ -162,7 +162,9 @@ def load_input_file(path: Path, infos: Sequence[TensorInfo]) -> list[np.ndarray]
                 np.asarray(t.detach().cpu().numpy()) if isinstance(t, torch.Tensor) else np.asarray(t) for t in items
             ]
         else:
-            raise RunError(f"{path}: unknown input format {suffix or '(none)'}", hint="give a .npy, .npz or .pt file")
+            wav = " (a .wav clip needs a project with an audio front end: armgen new --frontend mfcc)"
+            raise RunError(f"{path}: unknown input format {suffix or '(none)'}",
+                           hint="give a .npy, .npz or .pt file" + (wav if suffix in (".wav", ".wave") else ""))
     except RunError:
         raise
     except Exception as exc:  # noqa: BLE001 - unreadable file: one line
