@@ -162,6 +162,16 @@ def test_no_network_falls_back_with_one_line(online, monkeypatch):
     assert "cannot download http://127.0.0.1:9/ad01_fp32.tflite" in src.warnings[0]
 
 
+def test_a_corrupt_cached_file_is_named_when_offline(online, monkeypatch):
+    """A cached file whose SHA-256 is wrong is unused; offline, the fallback line says that is why."""
+    monkeypatch.setenv("ARMGEN_OFFLINE", "1")
+    online.mkdir(parents=True)
+    (online / pretrained.WEIGHTS["kws"].file).write_bytes(b"not the MLPerf Tiny file")
+    path, note = pretrained.find_weights("kws")
+    assert path is None and "\n" not in note
+    assert f"the cached {online / pretrained.WEIGHTS['kws'].file} fails its SHA-256 check; ARMGEN_OFFLINE" in note
+
+
 def test_mlperf_dir_and_explicit_weights_win_over_cache_and_download(server, online, monkeypatch):
     site = _site_dir()
     monkeypatch.setenv("ARMGEN_WEIGHTS_URL", server[0])

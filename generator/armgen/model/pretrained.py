@@ -185,9 +185,11 @@ def fetch(sample: str, *, force: bool = False) -> Path:
     if not force and (hit := cached(sample)) is not None:
         return hit
     url = weights_url(w)
-    if (why := offline_reason()) is not None:
-        raise WeightsUnavailable(f"{why}: not downloading {w.file} from {url}")
     dest = cached_path(sample)
+    if (why := offline_reason()) is not None:
+        # a cached file that cached() refused is corrupt: say so, or "not downloading" hides why it is unused
+        bad = f"the cached {dest} fails its SHA-256 check; " if not force and dest.is_file() else ""
+        raise WeightsUnavailable(f"{bad}{why}: not downloading {w.file} from {url}")
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{w.file}.", suffix=".part", dir=dest.parent)
@@ -254,9 +256,11 @@ def find_weights(sample: str, explicit: Path | str | None = None) -> tuple[Path 
         return path, f"using trained weights {path} (MLPerf Tiny reference, ARMGEN_MLPERF_DIR)"
     if (hit := cached(sample)) is not None:
         return hit, f"using trained weights {hit} (MLPerf Tiny reference, cached)"
+    stale = cached_path(sample).is_file()  # there, but cached() refused it: its SHA-256 is not the shipped one
     try:
         path = fetch(sample)
     except WeightsUnavailable as exc:
         return None, (f"no trained weights for '{sample}': {exc.message}; point ARMGEN_MLPERF_DIR at a folder "
                       f"holding {w.file}, or pass --weights FILE.tflite")
-    return path, f"downloaded trained weights {w.file} (MLPerf Tiny {MLPERF_TINY_COMMIT[:10]}) to {path}"
+    replaced = " (replacing a cached copy that failed its SHA-256 check)" if stale else ""
+    return path, f"downloaded trained weights {w.file} (MLPerf Tiny {MLPERF_TINY_COMMIT[:10]}) to {path}{replaced}"
