@@ -539,6 +539,10 @@ def test_not_an_elf(tmp_path: Path) -> None:
 def test_missing_elf(tmp_path: Path) -> None:
     code, _, err = invoke("size", str(tmp_path / "nope.elf"))
     assert code == 2 and "nope.elf: no such file" in err
+    assert "build the firmware first" in err
+    code, _, err = invoke("size", str(tmp_path / "my_kws"))  # a mistyped project: not "build the firmware first"
+    assert code == 2 and "my_kws: no such file or directory" in err and "project directory" in err
+    assert "build the firmware first" not in err
 
 
 def test_elf_for_another_architecture(tmp_path: Path) -> None:

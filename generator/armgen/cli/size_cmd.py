@@ -66,6 +66,9 @@ def _resolve_target(target: Path) -> tuple[Path, Path | None, ProjectRecord | No
 
     A project's ELF is the one its armgen.toml's ``elf`` key names (``build/zephyr/zephyr.elf`` for
     Zephyr); records without that key: ``build/<name>.elf``, else the only ELF in ``build/``.
+
+    Raises:
+        SizeError: a directory without armgen.toml, a project not built yet, a path that does not exist.
     """
     if target.is_dir():
         toml_path = target / "armgen.toml"
@@ -88,6 +91,9 @@ def _resolve_target(target: Path) -> tuple[Path, Path | None, ProjectRecord | No
                 hint="pass the ELF explicitly: armgen size path/to/firmware.elf",
             )
         return elfs[0], toml_path, project
+    if not target.exists() and target.suffix.lower() != ".elf":  # a mistyped project name, not an unbuilt ELF
+        raise SizeError(f"{target}: no such file or directory",
+                        hint="pass a project directory made by `armgen new`, or a firmware ELF")
     owner = _find_project_toml(target) if target.is_file() else None
     return target, owner, (_read_project(owner) if owner else None)
 
