@@ -556,6 +556,14 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     res = _armgen("run", str(tmp_path), "--on", "qemu")
     assert res.returncode == 2, res.stderr
     assert "--rtos zephyr && armgen run kws_cpu --baremetal-standin" in res.stderr, res.stderr
+    # untrained weights are no --weights argument; a trained file is passed on (the record's path)
+    record = (tmp_path / "armgen.toml").read_text()
+    (tmp_path / "armgen.toml").write_text(record + 'weights = "untrained (fixed-seed weights)"\n')
+    res = _armgen("run", str(tmp_path), "--on", "qemu")
+    assert res.returncode == 2 and "--model kws --rtos zephyr" in res.stderr and "--weights" not in res.stderr
+    (tmp_path / "armgen.toml").write_text(record + 'weights = "/w dir/kws.tflite"\n')
+    res = _armgen("run", str(tmp_path), "--on", "qemu")
+    assert res.returncode == 2 and "--model kws --weights '/w dir/kws.tflite' --rtos zephyr" in res.stderr, res.stderr
 
 
 # ---- with a workspace: the samples through `armgen new` + `armgen run` ---------------------------

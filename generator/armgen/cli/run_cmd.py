@@ -12,6 +12,7 @@ program on --on qemu, a TOSA graph the reference model refuses, no QEMU stand-in
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +52,11 @@ def _cortex_m_hint(record: ProjectRecord, board_name: str) -> str:
     if source.startswith("sample:"):
         source = source[len("sample:") :]
     args = f" --model {source}" if source and not source.endswith(".pte") else ""
-    if model is not None and model.weights:
-        args += f" --weights {model.weights}"
+    # the record's weights are a file, or the words UNTRAINED_WEIGHTS, which are no --weights argument
+    from armgen.pipeline import UNTRAINED_WEIGHTS
+
+    if model is not None and model.weights and model.weights != UNTRAINED_WEIGHTS:
+        args += f" --weights {shlex.quote(model.weights)}"
     name = f"{record.name}_cpu"
     # The same RTOS as this project (a board's default may differ), and for Zephyr the bare-metal
     # stand-in, which needs no Zephyr workspace (issue 27: the hint's own command failed without one).
