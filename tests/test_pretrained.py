@@ -160,6 +160,7 @@ def test_no_network_falls_back_with_one_line(online, monkeypatch):
     src = load_sample("ad")
     assert src.untrained and len(src.warnings) == 1 and "\n" not in src.warnings[0]
     assert "cannot download http://127.0.0.1:9/ad01_fp32.tflite" in src.warnings[0]
+    assert "ARMGEN_WEIGHTS_URL at a mirror" in src.warnings[0]  # the download failed: a mirror is a way out
 
 
 def test_a_corrupt_cached_file_is_named_when_offline(online, monkeypatch):
@@ -169,6 +170,7 @@ def test_a_corrupt_cached_file_is_named_when_offline(online, monkeypatch):
     (online / pretrained.WEIGHTS["kws"].file).write_bytes(b"not the MLPerf Tiny file")
     path, note = pretrained.find_weights("kws")
     assert path is None and "\n" not in note
+    assert "ARMGEN_WEIGHTS_URL" not in note  # offline, a mirror would not help
     assert f"the cached {online / pretrained.WEIGHTS['kws'].file} fails its SHA-256 check; ARMGEN_OFFLINE" in note
 
 

@@ -260,7 +260,9 @@ def find_weights(sample: str, explicit: Path | str | None = None) -> tuple[Path 
     try:
         path = fetch(sample)
     except WeightsUnavailable as exc:
+        # a mirror helps when the download failed, not when downloads are switched off
+        mirror = "" if offline_reason() is not None else ", ARMGEN_WEIGHTS_URL at a mirror (a folder URL)"
         return None, (f"no trained weights for '{sample}': {exc.message}; point ARMGEN_MLPERF_DIR at a folder "
-                      f"holding {w.file}, or pass --weights FILE.tflite")
+                      f"holding {w.file}{mirror}, or pass --weights FILE.tflite")
     replaced = " (replacing a cached copy that failed its SHA-256 check)" if stale else ""
     return path, f"downloaded trained weights {w.file} (MLPerf Tiny {MLPERF_TINY_COMMIT[:10]}) to {path}{replaced}"
