@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from _programs import config_lines
+from _programs import config_lines, program
 from armgen.boards import load_board
 from armgen.errors import ProjectError, WorkspaceError
 from armgen.model.compile import compile_model
@@ -297,17 +297,17 @@ def test_npu_board_conf_uses_the_board_prefix_and_dcache(projects):
     assert zephyr.npu_kconfig_choice(spec.board, zephyr.zephyr_release("4.4")) == "ETHOS_U55_256"
 
 
-def test_npu_before_42_supplies_the_drivers_dcache_hooks(programs):
+def test_npu_before_42_supplies_the_drivers_dcache_hooks():
     """Before 4.2 there is no ETHOS_U_DCACHE and hal_ethos_u's cache hooks are weak no-ops: a 4.1 NPU project
     on a cached core keeps the D-cache on and its platform.c overrides ethosu_flush_dcache/
     ethosu_invalidate_dcache with Zephyr's sys_cache API (the board conf says so); a 4.4 project leaves them
     to Zephyr's driver (CONFIG_ETHOS_U_DCACHE), and a project without NPU has no hooks."""
-    res = programs[BOARD_TARGET["corstone_300"]]
+    report, pte_path, report_path = program("kws-corstone_300")  # committed fixture: no export
     board = load_board("corstone_300")
 
     def files_for(release: str) -> dict[str, bytes]:
         spec = make_spec(
-            res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
+            report, board, name="kws", pte_path=pte_path, report_path=report_path,
             board_ref="corstone_300", zephyr=zephyr_placement(board, release),
         )
         assert spec.zephyr_release == release
