@@ -196,6 +196,24 @@ def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):
     assert (proj / "armgen.toml").read_text() == record
 
 
+def test_no_workspace_at_all_hints_at_the_zephyr_init(tmp_path):
+    """A Zephyr project where no workspace exists at all: the hint is the Zephyr init of the project's release
+    (it was the bare-metal `armgen workspace init`, which would not have helped); exit 2, nothing lost."""
+    proj = tmp_path / "p"
+    proj.mkdir()
+    record = ('name = "p"\nboard = "qemu_mps3_an547"\nrtos = "zephyr"\nbackend = "cortex-m"\n'
+              'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\nzephyr_release = "4.4"\n'
+              'zephyr_target = "mps3/corstone300/an547"\n')
+    (proj / "armgen.toml").write_text(record)
+    nowhere = tmp_path / "nowhere"
+    r = armgen("build", "--workspace", str(nowhere), str(proj))
+    assert r.returncode == 2
+    lines = [ln for ln in ANSI.sub("", r.stderr).strip().splitlines() if ln.startswith(("armgen:", "hint:"))]
+    assert lines[0] == f"armgen: error: no armgen workspace at {nowhere} (this is a Zephyr 4.4 project)"
+    assert "armgen workspace init --zephyr --zephyr-release 4.4" in lines[1]
+    assert (proj / "armgen.toml").read_text() == record and not nowhere.exists()
+
+
 @pytest.mark.workspace
 @needs_zephyr
 def test_west_failure_is_one_line(tmp_path):

@@ -551,8 +551,18 @@ def _build_zephyr(
 
     progress = progress or (lambda *a: None)
     explicit = Path(workspace) if workspace else None
-    ws_root = resolve_workspace(find_zephyr_workspace(record.zephyr_release or default_release(), explicit),
-                                ethos_u=record.backend == "ethos-u")
+    release = record.zephyr_release or default_release()
+    try:
+        ws_root = resolve_workspace(find_zephyr_workspace(release, explicit), ethos_u=record.backend == "ethos-u")
+    except WorkspaceError as exc:
+        if not exc.message.startswith("no armgen workspace at"):
+            raise
+        # Nothing at all where a Zephyr build looks: the init that helps is the Zephyr one, not the bare-metal one.
+        raise WorkspaceError(
+            exc.message + f" (this is a Zephyr {release} project)",
+            hint=f"run: armgen workspace init --zephyr --zephyr-release {release} (add --mirror/--url/--revision for "
+            "mirrors), or build it with plain `west build` in a west workspace made from the project's west.yml",
+        ) from exc
     tree_warnings = check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
     target = record.zephyr_target or ""
     if not target:
