@@ -29,6 +29,18 @@ RELEASE = "3.7"
 needs_zephyr = pytest.mark.needs_zephyr(release=RELEASE)
 
 
+def _record_only_project(tmp_path: Path, release: str, target: str) -> tuple[Path, str]:
+    """A project directory holding only its armgen.toml (an an547 Zephyr project of ``release``): enough for
+    `armgen build` to get as far as finding the workspace. Returns (directory, the record's text)."""
+    proj = tmp_path / "p"
+    proj.mkdir()
+    record = ('name = "p"\nboard = "qemu_mps3_an547"\nrtos = "zephyr"\nbackend = "cortex-m"\n'
+              'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\n'
+              f'zephyr_release = "{release}"\nzephyr_target = "{target}"\n')
+    (proj / "armgen.toml").write_text(record)
+    return proj, record
+
+
 def _ok(result, what: str) -> str:
     out = ANSI.sub("", result.stdout + result.stderr)
     assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{out[-3000:]}"
@@ -180,12 +192,7 @@ def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):
     (ws / "modules" / "lib" / "executorch" / "CMakeLists.txt").write_text("")
     (ws / "modules" / "lib" / "cmsis-nn").mkdir(parents=True)
     (ws / "modules" / "lib" / "cmsis-nn" / "CMakeLists.txt").write_text("")
-    proj = tmp_path / "p"
-    proj.mkdir()
-    record = ('name = "p"\nboard = "qemu_mps3_an547"\nrtos = "zephyr"\nbackend = "cortex-m"\n'
-              'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\nzephyr_release = "3.7"\n'
-              'zephyr_target = "mps3/an547"\n')
-    (proj / "armgen.toml").write_text(record)
+    proj, record = _record_only_project(tmp_path, "3.7", "mps3/an547")
     # --workspace, not $ARMGEN_WORKSPACE: a Zephyr 3.7 workspace at the default location (CI has one) is
     # rightly preferred to an env workspace without Zephyr (armgen.workspace.find_zephyr_workspace).
     r = armgen("build", "--workspace", str(ws), str(proj))
@@ -199,12 +206,7 @@ def test_no_zephyr_in_the_workspace_is_one_line_and_keeps_the_project(tmp_path):
 def test_no_workspace_at_all_hints_at_the_zephyr_init(tmp_path):
     """A Zephyr project where no workspace exists at all: the hint is the Zephyr init of the project's release
     (it was the bare-metal `armgen workspace init`, which would not have helped); exit 2, nothing lost."""
-    proj = tmp_path / "p"
-    proj.mkdir()
-    record = ('name = "p"\nboard = "qemu_mps3_an547"\nrtos = "zephyr"\nbackend = "cortex-m"\n'
-              'elf = "build/zephyr/zephyr.elf"\nmap = "build/zephyr/zephyr.map"\nzephyr_release = "4.4"\n'
-              'zephyr_target = "mps3/corstone300/an547"\n')
-    (proj / "armgen.toml").write_text(record)
+    proj, record = _record_only_project(tmp_path, "4.4", "mps3/corstone300/an547")
     nowhere = tmp_path / "nowhere"
     r = armgen("build", "--workspace", str(nowhere), str(proj))
     assert r.returncode == 2
