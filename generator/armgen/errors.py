@@ -49,6 +49,10 @@ class WorkspaceError(ArmgenError):
     """Raised when the upstream-source workspace is missing, incomplete or incompatible."""
 
 
+class NoWorkspaceError(WorkspaceError):
+    """Raised when there is no armgen workspace at all where one was looked for (not an incomplete one)."""
+
+
 class ToolchainError(ArmgenError):
     """Raised when a required host tool (arm-none-eabi-gcc, cmake, ninja, qemu) is missing."""
 

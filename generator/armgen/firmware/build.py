@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from armgen.errors import BuildError, ProjectError, ToolchainError, WorkspaceError
+from armgen.errors import BuildError, NoWorkspaceError, ProjectError, ToolchainError, WorkspaceError
 from armgen.firmware.build_log import first_build_error, first_cmake_error
 from armgen.paths import workspace_dir
 from armgen.project.record import ProjectRecord, load_project
@@ -554,9 +554,7 @@ def _build_zephyr(
     release = record.zephyr_release or default_release()
     try:
         ws_root = resolve_workspace(find_zephyr_workspace(release, explicit), ethos_u=record.backend == "ethos-u")
-    except WorkspaceError as exc:
-        if not exc.message.startswith("no armgen workspace at"):
-            raise
+    except NoWorkspaceError as exc:
         # Nothing at all where a Zephyr build looks: the init that helps is the Zephyr one, not the bare-metal one.
         raise WorkspaceError(
             exc.message + f" (this is a Zephyr {release} project)",

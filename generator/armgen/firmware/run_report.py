@@ -41,6 +41,15 @@ class Finding:
     message: str
 
 
+#: The words every output-mismatch finding of :func:`compare_outputs` holds; :func:`is_mismatch` reads them.
+MISMATCH = "differs from the reference"
+
+
+def is_mismatch(f: Finding) -> bool:
+    """True for an error finding that an output differs from the reference by more than the tolerance."""
+    return f.severity == "error" and MISMATCH in f.message
+
+
 @dataclass(frozen=True)
 class OutputCheck:
     """One program output of the main run, compared with the reference.
@@ -199,13 +208,13 @@ def compare_outputs(
                 if lsb_d > LSB_TOLERANCE + 1e-6:
                     findings.append(
                         Finding("error", f"output {info.index}",
-                                f"differs from the reference by {lsb_d:g} LSB (max |diff| {abs_d:.6g}); "
+                                f"{MISMATCH} by {lsb_d:g} LSB (max |diff| {abs_d:.6g}); "
                                 f"allowed {LSB_TOLERANCE:g} LSB")
                     )  # fmt: skip
             elif not np.allclose(deq, r_f, rtol=FLOAT_RTOL, atol=FLOAT_ATOL):
                 findings.append(
                     Finding("error", f"output {info.index}",
-                            f"float output differs from the reference by up to {abs_d:.6g} "
+                            f"float output {MISMATCH} by up to {abs_d:.6g} "
                             f"(allowed rtol {FLOAT_RTOL:g}, atol {FLOAT_ATOL:g})")
                 )  # fmt: skip
         if saturated:

@@ -40,7 +40,7 @@ import numpy as np
 
 from armgen.errors import ModelError, RunError
 from armgen.firmware.host_io import alternate_inputs, quantize_input
-from armgen.firmware.run_report import LSB_TOLERANCE, Finding, OutputCheck, compare_outputs
+from armgen.firmware.run_report import LSB_TOLERANCE, Finding, OutputCheck, compare_outputs, is_mismatch
 from armgen.model.exact_reference import Cause, explain_reference
 from armgen.model.npu_host import dequantized_inputs, float_model_outputs, host_program_files, run_host_program
 from armgen.model.program_report import ProgramReport
@@ -109,16 +109,12 @@ def _explain(report: ProgramReport, report_dir: Path, q_in: Sequence[np.ndarray]
     return Explanation(which, True, lsb, exact.reference_vs_exact_lsb, exact.causes)
 
 
-def _is_mismatch(f: Finding) -> bool:
-    return f.severity == "error" and "differs from the reference" in f.message
-
-
 def _apply(findings: Sequence[Finding], e: Explanation | None) -> list[Finding]:
     """``findings`` with their mismatches made warnings when ``e`` explains them, and ``e``'s lines added."""
     if e is None:
         return list(findings)
     out = [Finding("warning", f.subject, f"{f.message}; explained: within {e.host_vs_exact_lsb:g} LSB of the "
-                   "exact reference") if e.explained and _is_mismatch(f) else f for f in findings]
+                   "exact reference") if e.explained and is_mismatch(f) else f for f in findings]
     out.extend(Finding("info", f"{c.layer} ({e.input})", c.message) for c in e.causes)
     if not e.explained:
         out.append(Finding("info", f"explanation ({e.input})", f"not explained: {e.note}"))
@@ -286,7 +282,7 @@ def run_on_tosa_reference(
     checks, out_findings = compare_outputs(outs, ref, report.outputs)
     graphs = [p.read_bytes() for p in tosa]
     explanations: list[Explanation] = []
-    if any(_is_mismatch(f) for f in out_findings):
+    if any(is_mismatch(f) for f in out_findings):
         explanations.append(_explain(report, report_dir, q_in, outs, graphs, "main input"))
     findings.extend(_apply(out_findings, explanations[-1] if explanations else None))
 
@@ -305,7 +301,7 @@ def run_on_tosa_reference(
         alt_findings = [Finding(f.severity, f"{f.subject} (second input)", f.message)
                         for f in alt_findings if "reference" in f.message]
         alt_expl = None
-        if any(_is_mismatch(f) for f in alt_findings):
+        if any(is_mismatch(f) for f in alt_findings):
             alt_expl = _explain(report, report_dir, alt, alt_outs, graphs, "second input")
             explanations.append(alt_expl)
         findings.extend(_apply(alt_findings, alt_expl))

@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from armgen.errors import WorkspaceError
+from armgen.errors import NoWorkspaceError, WorkspaceError
 from armgen.paths import (
     DEFAULT_WORKSPACE,
     workspace_dir,
@@ -220,11 +220,11 @@ def find_workspace(explicit: Path | None = None) -> Workspace:
     :func:`armgen.paths.workspace_dir` (``$ARMGEN_WORKSPACE``, else ``~/.local/share/armgen/workspace``).
 
     Raises:
-        WorkspaceError: no workspace there, or it is incomplete; the hint says how to make one.
+        NoWorkspaceError: no workspace there. WorkspaceError: it is incomplete; the hint says how to make one.
     """
     root = (explicit or workspace_dir()).expanduser().absolute()
     if not (root / ".west" / "config").is_file() or read_state(root) is None:
-        raise WorkspaceError(f"no armgen workspace at {root}", hint=INIT_HINT)
+        raise NoWorkspaceError(f"no armgen workspace at {root}", hint=INIT_HINT)
     status = workspace_status(root, with_sizes=False)
     if not status.complete:
         what = [f"{p.name}: {m}" for p in status.projects if p.active for m in p.missing] + list(status.problems)
