@@ -5,9 +5,9 @@ API, the pools, the example ``main``, the console formatter), ``<flavour>/projec
 layer and build files (``baremetal``; ``zephyr`` is added separately), ``common/partials/`` jinja2
 partials either may include. Files ending in ``.j2`` are rendered with the spec's context (the
 suffix is dropped); other files are copied byte for byte. Which files a project gets is decided here
-(:func:`writes_template`: a bare-metal project gets the one console driver of its board); a template
-that renders to nothing is left out too. Generation is deterministic: no timestamps, sorted
-iteration, LF line endings.
+(:func:`writes_template`: a bare-metal project gets the one console driver of its board, the NPU's
+files only with an Ethos-U delegate, ...); a template that renders to nothing is an error (a template
+bug). Generation is deterministic: no timestamps, sorted iteration, LF line endings.
 
 :func:`render_project` returns ``{relative path: bytes}``; :func:`write_project` puts them on disk:
 into a temporary directory beside the destination, then one rename. An existing destination is
@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,8 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
                     text = env.get_template(tmpl_name).render(ctx)
                 except jinja2.TemplateError as exc:
                     raise ProjectError(f"template {tmpl_name}: {exc}") from exc
-                if not text.strip():
-                    continue  # a template that does not apply to this project renders to nothing
+                if not text.strip():  # whether a file applies is writes_template's to say, not the template's
+                    raise ProjectError(f"template {tmpl_name} rendered to nothing (a template bug)")
                 data = _normalise(text)
             else:
                 data = path.read_bytes()
@@ -531,14 +532,26 @@ def console_driver(board: Any) -> str:
     return driver
 
 
+#: Files only some projects get (path in the project, ``.j2`` dropped) -> whether ``spec``'s project does.
+#: Their templates hold no guard of their own: every template a project gets renders to a file.
+_CONDITIONAL_FILES: dict[str, Callable[[ProjectSpec], bool]] = {
+    "src/platform/npu.c": lambda spec: spec.uses_npu,  # the Ethos-U driver glue (bare metal)
+    "cmake/ethos_u.cmake": lambda spec: spec.uses_npu,
+    "src/frontend/armgen_frontend.c": lambda spec: spec.frontend is not None,  # armgen new --frontend
+    "src/frontend/armgen_frontend.h": lambda spec: spec.frontend is not None,
+}
+
+
 def writes_template(rel: str, spec: ProjectSpec) -> bool:
     """Whether the project gets the file a template renders to (``rel``: its path in the project, relative
-    POSIX, ``.j2`` dropped): every file but the console drivers of other consoles (:func:`console_driver`;
-    the driver's own header ``armgen_console.h`` always). Templates that do not apply and still render
-    to nothing (``npu.c`` without an NPU, ...) are left out by :func:`render_project` after rendering."""
+    POSIX, ``.j2`` dropped). The flavour's folder decides Zephyr or bare-metal files; here: the one console
+    driver of the board (:func:`console_driver`; the driver's own header ``armgen_console.h`` always) and
+    the files of :data:`_CONDITIONAL_FILES` (the NPU's with an Ethos-U delegate, the front end's with one);
+    every other template always."""
     if rel.startswith(CONSOLE_DIR) and rel.endswith(".c"):
         return rel == f"{CONSOLE_DIR}{console_driver(spec.board)}.c"
-    return True
+    applies = _CONDITIONAL_FILES.get(rel)
+    return applies is None or applies(spec)
 
 
 def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
