@@ -29,7 +29,7 @@ def _private_weights_cache(tmp_path_factory):
 
 
 def pytest_addoption(parser):
-    """``--update-golden``: tests/test_golden.py rewrites its golden copies (as ``ARMGEN_UPDATE_GOLDEN=1``)."""
+    """``--update-golden``: tests/project/test_golden.py rewrites its golden copies (as ``ARMGEN_UPDATE_GOLDEN=1``)."""
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite tests/data/golden from the current templates (review the diff, then commit)")
 

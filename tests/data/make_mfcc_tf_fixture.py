@@ -9,7 +9,7 @@ Run once, in a Python that has TensorFlow (armgen does not depend on it):
 The PCM is what ``armgen.model.frontend.read_wav`` makes of the files (16 kHz int16, padded to 1 s;
 the resampling is repeated here with the same scipy call). The features are computed exactly as
 mlcommons/tiny benchmark/training/keyword_spotting/get_dataset.py computes its training features.
-tests/test_frontend.py compares armgen's numpy pipeline with them.
+tests/model/test_frontend.py compares armgen's numpy pipeline with them.
 """
 
 import math

@@ -1,5 +1,5 @@
 /* A tiny bare-metal program that speaks armgen's firmware protocol (`ARMGEN ...` lines over
- * Arm semihosting, exit status through SYS_EXIT_EXTENDED). Used by tests/test_run.py to check
+ * Arm semihosting, exit status through SYS_EXIT_EXTENDED). Used by tests/firmware/test_run.py to check
  * armgen.run's QEMU wrapper and parser without an ExecuTorch build. One behaviour per PROBE_MODE:
  *   1 ok:        pools, stack, outputs, ticks around a busy loop of PROBE_LOOP iterations, done
  *   2 fault:     reads an unmapped address -> HardFault handler prints `ARMGEN error HardFault ...`

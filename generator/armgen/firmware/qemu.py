@@ -32,7 +32,7 @@ QEMU = "qemu-system-arm"
 
 #: SysTick rate (processor clock, SYST_CSR.CLKSOURCE=1) of each QEMU machine, in Hz.
 #: Source: QEMU 7.2 hw/arm/mps2.c (``sysclk_frq`` 25 MHz for an385/an386/an500) and
-#: hw/arm/mps2-tz.c (an505 20 MHz; an524/an547 32 MHz). Checked by tests/test_run.py, which counts
+#: hw/arm/mps2-tz.c (an505 20 MHz; an524/an547 32 MHz). Checked by tests/firmware/test_run.py, which counts
 #: a busy loop of known length on mps3-an547 and mps2-an386.
 SYSTICK_HZ: dict[str, int] = {
     "mps2-an385": 25_000_000,

@@ -9,7 +9,7 @@ ExecuTorch lowering, Vela for Ethos-U) run by ``tests/_programs.py``'s ``compile
 test session's compile cache uses too, with the samples' fixed-seed weights (no trained weights are looked
 for, so the bytes do not depend on the machine); of its outputs the folder keeps the ``.pte``, the ``.report.json``, the
 reference ``.npz`` files and Vela's summary (the ``.pt2`` programs are large and no fixture user reads them).
-``tests/test_program_fixtures.py`` (slow tier) compiles every fixture again and fails when a byte differs from
+``tests/model/test_program_fixtures.py`` (slow tier) compiles every fixture again and fails when a byte differs from
 what the pinned ExecuTorch produces now: run this script then, and commit the result with the pin change.
 """
 

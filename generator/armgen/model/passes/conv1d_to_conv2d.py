@@ -18,7 +18,7 @@ late for the quantizer. This pass does the same rewrite on the ATen graph before
   consumes it.
 
 The result is exported again (fresh shapes and metadata for the quantizer). The float outputs are
-the same up to float rounding (checked by ``tests/test_passes.py``).
+the same up to float rounding (checked by ``tests/model/test_passes.py``).
 """
 
 from __future__ import annotations

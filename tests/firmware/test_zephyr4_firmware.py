@@ -41,7 +41,7 @@ from _programs import armgen
 from armgen.workspace import OTHER_RELEASE_ENV, Workspace, find_zephyr_workspace, zephyr_tree_version
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-MODELS = Path(__file__).parent / "models"
+MODELS = Path(__file__).parents[1] / "models"
 RELEASE = "4.1"
 
 

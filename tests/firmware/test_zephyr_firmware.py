@@ -22,7 +22,7 @@ from _programs import armgen
 from armgen.firmware.size import validate_report
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-MODELS = Path(__file__).parent / "models"
+MODELS = Path(__file__).parents[1] / "models"
 RELEASE = "3.7"
 
 

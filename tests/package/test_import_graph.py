@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "generator" / "armgen"
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / "generator" / "armgen"
 
 #: No file under generator/armgen is longer than this (issue 24; tests and benchmarks are not held to it).
 MAX_LINES = 700

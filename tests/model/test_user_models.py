@@ -16,7 +16,7 @@ from _programs import armgen
 from armgen.errors import ModelError
 from armgen.model.layer_support import check_layers
 
-MODELS = Path(__file__).parent / "models"
+MODELS = Path(__file__).parents[1] / "models"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 GRU_MODEL = '''

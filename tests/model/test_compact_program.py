@@ -1,5 +1,5 @@
 """Program compaction (armgen.model.compact_program): every kernel call sees the same arguments,
-fewer values, less method-allocator RAM. The firmware's bit-exact runs (tests/test_run.py, the four
+fewer values, less method-allocator RAM. The firmware's bit-exact runs (tests/firmware/test_run.py, the four
 samples on QEMU) run compacted programs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from armgen.model.compact_program import compact_program
 from armgen.model.method_allocator import method_allocator_breakdown, method_allocator_use
 
-MLP = Path(__file__).parent / "models" / "mlp.py"
+MLP = Path(__file__).parents[1] / "models" / "mlp.py"
 
 
 def _calls(pte: bytes) -> list[tuple]:

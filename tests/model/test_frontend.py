@@ -17,7 +17,7 @@ from _programs import armgen
 from armgen.errors import ModelError
 from armgen.model.frontend import MfccFrontend, frontend_from_declaration, read_wav
 
-FIXTURE = Path(__file__).parent / "data" / "mfcc_tf_fixture.npz"
+FIXTURE = Path(__file__).parents[1] / "data" / "mfcc_tf_fixture.npz"
 WORDS = ("down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes")
 
 

@@ -30,9 +30,9 @@ from armgen.firmware.run import run_firmware
 from armgen.firmware.run_report import check_pools
 from armgen.model.program_report import ProgramReport, ProgramStats, TensorInfo
 
-FIXTURES = Path(__file__).parent / "run_fixtures"
+FIXTURES = Path(__file__).parents[1] / "run_fixtures"
 #: The firmware's semihosting reader of input.bin (shared with the generated projects).
-INPUT_FILE_SRC = Path(__file__).parent.parent / "templates" / "common" / "run"
+INPUT_FILE_SRC = Path(__file__).parents[2] / "templates" / "common" / "run"
 
 #: machine -> (gcc -mcpu, float flags, code base, data base), from boards.md section 9.
 MACHINES = {

@@ -989,7 +989,7 @@ def test_zephyr_project_finds_elf_and_map_from_the_record(tmp_path: Path, board_
 
 # ------------------------------------------------------------------------------- the real Zephyr image
 
-#: A built `armgen new --rtos zephyr` project to size, when one is named (tests/test_zephyr_firmware.py
+#: A built `armgen new --rtos zephyr` project to size, when one is named (tests/firmware/test_zephyr_firmware.py
 #: builds and sizes its own whenever the workspace has Zephyr).
 _REAL = os.environ.get("ARMGEN_SIZE_ZEPHYR_PROJECT")
 REAL_ZEPHYR_PROJECT = Path(_REAL) if _REAL else None
@@ -1026,7 +1026,7 @@ def test_real_zephyr_image(tmp_path: Path) -> None:
         pytest.skip(f"no Zephyr in the armgen workspace {workspace_dir()} (armgen workspace init --zephyr)")
     src = REAL_ZEPHYR_PROJECT
     if src is None:
-        pytest.skip("ARMGEN_SIZE_ZEPHYR_PROJECT names no built Zephyr project (tests/test_zephyr_firmware.py sizes its own)")
+        pytest.skip("ARMGEN_SIZE_ZEPHYR_PROJECT names no built Zephyr project (tests/firmware/test_zephyr_firmware.py sizes its own)")
     elf, mapf = src / "build/zephyr/zephyr.elf", src / "build/zephyr/zephyr.map"
     if not ((src / "armgen.toml").is_file() and elf.is_file() and mapf.is_file()):
         pytest.skip(f"no built Zephyr project at {src} (set ARMGEN_SIZE_ZEPHYR_PROJECT to one built by armgen build)")

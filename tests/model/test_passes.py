@@ -14,7 +14,7 @@ from torch import nn
 from _programs import armgen
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 
-MODELS = Path(__file__).parent / "models"
+MODELS = Path(__file__).parents[1] / "models"
 CONV1D_KWS = MODELS / "conv1d_kws.py"
 
 
@@ -110,7 +110,7 @@ def test_conv1d_kws_runs_bit_exact_on_qemu(tmp_path):
 def test_one_channel_depthwise_becomes_a_convolution_without_mve(cpu, convs, depthwise, pads, tmp_path):
     """kws's first layer (1 input channel, 64 filters): a regular convolution on the M4 (CMSIS-NN's
     DSP depthwise path is the slow generic one), upstream's depthwise on the M55 (MVE kernel).
-    Bit-exact on QEMU: tests/test_run.py runs kws on the M4 (qemu_mps2_an386) against the reference."""
+    Bit-exact on QEMU: tests/firmware/test_run.py runs kws on the M4 (qemu_mps2_an386) against the reference."""
     from armgen.model.compile import compile_model
 
     report = compile_model("kws", cpu, out_dir=tmp_path).report
@@ -169,7 +169,7 @@ def test_strided_one_channel_convolution_reads_pairs_of_pixels(tmp_path):
     emitted program pads 49x10 to 50x12 and reads it as 50x6 pixels of 2 channels, with the same
     weight bytes as 10x2 taps of 2 channels, stride (2, 1), no horizontal padding. The lowered
     program the host reference runs keeps upstream's geometry. Bit-exact on QEMU:
-    test_kws_on_the_m4_is_bit_exact_and_below_tflm below and tests/test_run.py (trained weights)."""
+    test_kws_on_the_m4_is_bit_exact_and_below_tflm below and tests/firmware/test_run.py (trained weights)."""
     from armgen.model.compile import compile_model
     from armgen.model.lowered_program import load_lowered_program
 
@@ -199,7 +199,7 @@ def test_trailing_pads_are_folded_into_the_convolutions(tmp_path):
     """vww's strided 'SAME' layers (one extra row and column after the data): no cortex_m::pad is
     left in the emitted program; the first convolution reads the 96x96x3 program input itself, with
     no top/left padding (CMSIS-NN reads the missing last row and column as the zero point). The
-    lowered program the host reference runs keeps its pads. Bit-exact on QEMU: tests/test_run.py."""
+    lowered program the host reference runs keeps its pads. Bit-exact on QEMU: tests/firmware/test_run.py."""
     from armgen.model.compile import compile_model
     from armgen.model.lowered_program import load_lowered_program
 

@@ -21,7 +21,7 @@ import yaml
 from _actionlint import ENV, Actionlint, Finding, find_actionlint, lint
 from _programs import armgen
 
-MODELS = Path(__file__).resolve().parent / "models"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 
 #: tests/models/mlp.py with a residual block: one more operator (cortex_m::quantized_add), more weights.
 MLP_RESIDUAL = '''
@@ -67,7 +67,7 @@ def _render_gate(tmp_path: Path, rtos: str) -> tuple[Path, Path]:
     ``tmp_path/rtos``: (script, workflow)."""
     import jinja2
 
-    src = Path(__file__).resolve().parent.parent / "templates" / "common" / "project"
+    src = Path(__file__).resolve().parents[2] / "templates" / "common" / "project"
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(src)), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
     ctx = {"name": "kws", "armgen_version": "0.1.0", "rtos": rtos, "zephyr_release_name": "3.7"}

@@ -18,7 +18,7 @@ import pytest
 from _programs import armgen
 from armgen.model.exact_reference import tosa_average
 
-MODELS = Path(__file__).resolve().parent / "models"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
 def test_tosa_average_rounds_a_tie_of_the_sum_away_from_zero():

@@ -20,7 +20,7 @@ import pytest
 
 import armgen.paths as paths
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DATA = ("boards", "templates", "modules", "samples")
 
 

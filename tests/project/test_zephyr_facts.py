@@ -31,7 +31,7 @@ from armgen.boards import load_board
 from armgen.paths import MODULES_DIR
 from armgen.project import zephyr
 
-FACTS_PATH = Path(__file__).parent / "data" / "zephyr_facts.yaml"
+FACTS_PATH = Path(__file__).parents[1] / "data" / "zephyr_facts.yaml"
 FACTS = yaml.safe_load(FACTS_PATH.read_text(encoding="utf-8"))
 RELEASE = FACTS["releases"]["v4.4.0"]
 KCONFIG = RELEASE["kconfig"]

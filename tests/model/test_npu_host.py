@@ -15,7 +15,7 @@ import pytest
 from _programs import armgen
 from armgen.model.program_report import ProgramReport
 
-MODELS = Path(__file__).resolve().parent / "models"
+MODELS = Path(__file__).resolve().parents[1] / "models"
 pytestmark = pytest.mark.slow
 
 

@@ -8,7 +8,7 @@ as sha256 lines in ``tests/data/golden/<case>.sha256``. Together they are the pr
 
 A template change shows up here as a diff of generated text: review it, then rewrite the goldens with
 
-    python -m pytest -q tests/test_golden.py --update-golden     (or ARMGEN_UPDATE_GOLDEN=1)
+    python -m pytest -q tests/project/test_golden.py --update-golden     (or ARMGEN_UPDATE_GOLDEN=1)
 
 and commit them with the change. The goldens are machine-independent: the one absolute path armgen
 writes, the record's ``[model] source`` (the .pte given to ``--model``, resolved so the hint of
@@ -29,8 +29,8 @@ from _programs import FIXTURES_DIR
 from armgen.paths import TEMPLATES_DIR
 from armgen.pipeline import new_project
 
-GOLDEN_DIR = Path(__file__).resolve().parent / "data" / "golden"
-REPO = Path(__file__).resolve().parent.parent
+GOLDEN_DIR = Path(__file__).resolve().parents[1] / "data" / "golden"
+REPO = Path(__file__).resolve().parents[2]
 
 #: case -> (board, rtos, Zephyr release or None, program fixture). Together they render every bare-metal
 #: console driver (semihosting, cmsdk, ns16550, STM32 USART), both NPU generations, and Zephyr 3.7 and 4.4.
@@ -124,7 +124,7 @@ def test_render_matches_golden(case, tmp_path, request):
     if _update() or request.config.getoption("--update-golden"):
         _write_golden(case, text, manifest)
     golden_text, golden_manifest = _read_golden(case)
-    hint = "if the change is meant, rewrite the goldens: python -m pytest tests/test_golden.py --update-golden"
+    hint = "if the change is meant, rewrite the goldens: python -m pytest tests/project/test_golden.py --update-golden"
     assert golden_text or golden_manifest, f"no golden copy of {case}: {hint}"
 
     problems = []
