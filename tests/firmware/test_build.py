@@ -131,6 +131,12 @@ def _lines(text: str) -> dict[str, list[str]]:
     return out
 
 
+def _ccache_stats() -> dict[str, int]:
+    """ccache's counters (``ccache --print-stats``: one ``name<TAB>value`` per line)."""
+    out = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, check=True).stdout
+    return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines() if "\t" in line) if v.isdigit()}
+
+
 def _sizes(elf: Path) -> str:
     return subprocess.run(["arm-none-eabi-size", "-A", str(elf)], capture_output=True, text=True).stdout
 
@@ -185,6 +191,18 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
     values = lines["output"][0].split(" ", 1)[1].split(",")
     assert len(values) == report.outputs[0].nbytes // (4 if report.outputs[0].dtype == "float32" else 1)
     assert int(lines["ticks"][0]) > 0
+
+    # A second project of the same program, elsewhere: with ccache on PATH its build takes the objects
+    # from the cache (armgen.firmware.compiler_cache: CCACHE_BASEDIR = the project), and links the same ELF.
+    if shutil.which("ccache"):
+        twin = tmp_path / "elsewhere" / "kws"
+        shutil.copytree(project, twin, ignore=shutil.ignore_patterns("build"))
+        before = _ccache_stats()
+        assert build_project(twin, size=False).elf.read_bytes() == result.elf.read_bytes()
+        after = _ccache_stats()
+        hits = sum(after[k] - before[k] for k in ("direct_cache_hit", "preprocessed_cache_hit"))
+        misses = after["cache_miss"] - before["cache_miss"]
+        assert hits >= 0.95 * result.compiled and misses <= 0.05 * result.compiled, (hits, misses, result.compiled)
 
     # The product image does not read input.bin: no reader, no buffer. `armgen run`'s variant
     # (target kws_run of the same tree: build/kws-run.elf) has both; the buffer holds all inputs. It

@@ -31,6 +31,7 @@ from typing import Any
 
 from armgen.errors import BuildError, NoWorkspaceError, ProjectError, ToolchainError, WorkspaceError
 from armgen.firmware.build_log import first_build_error, first_cmake_error
+from armgen.firmware.compiler_cache import ccache_enabled, ccache_env, ccache_launcher
 from armgen.paths import workspace_dir
 from armgen.project.record import ProjectRecord, load_project
 
@@ -194,9 +195,8 @@ def build_project(
             shares the product's objects and runtime libraries, so it compiles main.cpp and links;
             projects written before that get ``build/run-input/`` as Zephyr does). Zephyr (one image
             per build directory): ``build/run-input/`` (:data:`RUN_INPUT_DIR`), with
-            ``-DARMGEN_RUN_INPUT=ON``, compiled through ccache when Zephyr finds it (projects on a
-            semihosting console read a new input from ``input.bin``; the product image has neither that
-            code nor its buffer, so its sizes are the product's).
+            ``-DARMGEN_RUN_INPUT=ON`` (semihosting consoles read ``input.bin``; the product image has
+            neither that code nor its buffer). Both go through ccache (:mod:`armgen.firmware.compiler_cache`).
 
     Returns:
         BuildResult.
@@ -261,8 +261,11 @@ def _configure_and_build(
     Raises:
         BuildError: configure or build failed.
     """
+    launcher = str(ccache_launcher() or "")  # ccache when on PATH (armgen.firmware.compiler_cache)
+    env = ccache_env(os.environ, record.root)
     if (not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws)
-            or (target is None and _cached(build_dir, "ARMGEN_STACK_SIZE") != stack)):
+            or (target is None and _cached(build_dir, "ARMGEN_STACK_SIZE") != stack)
+            or (_cached(build_dir, "CMAKE_C_COMPILER_LAUNCHER") or "") != launcher):
         progress("configure", 0, 1, str(build_dir))
         cmd = [
             str(tools["cmake"]),
@@ -274,11 +277,12 @@ def _configure_and_build(
             f"-DPYTHON_EXECUTABLE={sys.executable}",
             f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}",
             f"-DARMGEN_STACK_SIZE={stack}",
+            f"-DCMAKE_C_COMPILER_LAUNCHER={launcher}", f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}",
         ]
         flatc = flatc_path()
         if flatc is not None:
             cmd.append(f"-DFLATC_EXECUTABLE={flatc}")
-        lines = _run(cmd, record.root, log, None)
+        lines = _run(cmd, record.root, log, None, env=env)
         if lines is None:
             raise BuildError(
                 "cmake configure failed: " + first_cmake_error(log_path),
@@ -287,7 +291,7 @@ def _configure_and_build(
         progress("configure", 1, 1, "done")
 
     cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}", *([target] if target else [])]
-    if _run(cmd, record.root, log, counter) is None:
+    if _run(cmd, record.root, log, counter, env=env) is None:
         raise BuildError(first_build_error(log_path), hint=f"full log: {log_path}")
 
 
@@ -574,12 +578,13 @@ def _build_zephyr(
     env = zephyr_toolchain_env()
     warnings = tree_warnings + check_program_compatibility(record, ws_root)
     build_dir, log_path = _prepare_build_dir(record, rebuild, run_input)
-    env = _gcc_cpu_wrapper(record, env, build_dir)
+    env = ccache_env(_gcc_cpu_wrapper(record, env, build_dir), record.root)  # armgen.firmware.compiler_cache
     start = time.monotonic()
     cmd = [sys.executable, "-m", "west", "build", "-b", target, "-d", str(build_dir), "-p", "auto",
            f"-o=-j{max(1, jobs)}", str(record.root), "--",
            f"-DPython3_EXECUTABLE={sys.executable}", f"-DPYTHON_EXECUTABLE={sys.executable}",
-           f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}", *zephyr_libc_args(env)]
+           f"-DARMGEN_RUN_INPUT={'ON' if run_input else 'OFF'}", *zephyr_libc_args(env),
+           *([] if ccache_enabled() else ["-DUSE_CCACHE=0"])]
     if record.backend == "ethos-u":  # the driver the generated CMakeLists makes ExecuTorch's SDK view of
         cmd.append(f"-DARMGEN_ETHOS_U_DRIVER={Workspace(ws_root).ethos_u_dir}")
     flatc = flatc_path()

@@ -106,8 +106,11 @@ list(APPEND ARMGEN_KERNEL_LIBS armgen_prim_ops_lib_impl)
 
 # Kernel table: exactly the 1 kernels registered above, not the default 2000 slots.
 # (Upstream's gen_selected_max_kernel_num would add a slot for every prim op although they are built
-# selectively: empty slots in .bss. MAX_KERNEL_NUM is its documented override.)
-target_compile_definitions(executorch_core PRIVATE MAX_KERNEL_NUM=1)
+# selectively: empty slots in .bss. MAX_KERNEL_NUM is its documented override.) Only the file that reads
+# it gets the definition, so the rest of executorch_core compiles the same for every program (and a
+# compiler cache serves it to the next project).
+set_source_files_properties("${EXECUTORCH_ROOT}/runtime/kernel/operator_registry.cpp" TARGET_DIRECTORY executorch_core
+  PROPERTIES COMPILE_DEFINITIONS MAX_KERNEL_NUM=1)
 
 # Link the runtime into the firmware: registration libraries whole-archive (their static
 # constructors are the only references), kernels and core as a group.
