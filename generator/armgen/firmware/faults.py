@@ -12,6 +12,7 @@ import re
 
 from armgen.errors import RunError
 from armgen.et_errors import ET_ERRORS
+from armgen.exit_codes import exit_status_name
 from armgen.firmware.console_protocol import FirmwareLog
 from armgen.firmware.qemu import QEMU, QemuRun
 
@@ -172,7 +173,8 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
         if run.returncode is not None and run.returncode < 0:
             what = f"QEMU was killed by signal {-run.returncode}"
         else:
-            what = f"firmware exited with status {run.returncode}"
+            named = exit_status_name(run.returncode) if run.returncode is not None else None
+            what = f"firmware exited with status {run.returncode}" + (f" ({named})" if named else "")
         first = stderr.splitlines()[0] if stderr else ""
         raise RunError(
             f"{what}{tag} without an ARMGEN error line" + (f": {first}" if first else ""),

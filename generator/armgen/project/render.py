@@ -36,6 +36,7 @@ import yaml
 from armgen.boards.npu import dcache_windows, remap_windows
 from armgen.errors import ProjectError
 from armgen.et_errors import ERROR_CODES
+from armgen.exit_codes import EXIT_CODES
 from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
 from armgen.project.flash_watch import flash_watch_context
@@ -110,10 +111,11 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
                 data = path.read_bytes()
             files[_rename(rel, spec)] = data
 
-    if _semihosting(spec):
-        # `armgen run`'s input hand-over (templates/common/run, owned by the run stage).
-        for path in sorted((TEMPLATES_DIR / "common" / "run").glob("armgen_input_file.*")):
-            files[f"src/app/{path.name}"] = path.read_bytes()
+    # `armgen run`'s input hand-over and the semihosting call (templates/common/run, owned by the run stage).
+    run_files = (["armgen_input_file.c", "armgen_input_file.h"] if _semihosting(spec) else []) + (
+        ["armgen_semihost.h"] if _semihost_calls(spec) else [])
+    for run_file in run_files:
+        files[f"src/app/{run_file}"] = (TEMPLATES_DIR / "common" / "run" / run_file).read_bytes()
 
     # The program itself and what it was made with.
     try:
@@ -504,6 +506,14 @@ def _semihosting(spec: ProjectSpec) -> bool:
     return reads_input_file(spec.board, spec.rtos)
 
 
+def _semihost_calls(spec: ProjectSpec) -> bool:
+    """Whether the firmware makes semihosting calls (``armgen_semihost.h``): to read ``input.bin``, or as
+    its bare-metal console or exit (:func:`_baremetal_console_context`)."""
+    bm = spec.board.baremetal
+    bare_metal_calls = spec.rtos == "baremetal" and "semihosting" in (bm.console, bm.exit)
+    return _semihosting(spec) or bare_metal_calls
+
+
 #: Where a bare-metal project's console driver goes: one file, ``<driver>.c`` (:func:`console_driver`),
 #: from ``templates/baremetal/project/src/platform/console/<driver>.c.j2``.
 CONSOLE_DIR = "src/platform/console/"
@@ -612,6 +622,7 @@ def _context(spec: ProjectSpec, selected_ops: bytes) -> dict[str, Any]:
         "vector_align": vector_align,
         "method_allocator_bound": spec.method_allocator_bound,
         "semihosting": _semihosting(spec),
+        "exit_codes": EXIT_CODES,
         **(_baremetal_console_context(board) if spec.rtos == "baremetal" else {}),
         "frontend": _frontend_context(spec),
     }

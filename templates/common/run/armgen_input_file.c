@@ -1,34 +1,22 @@
 /* Read `input.bin` through Arm semihosting (SYS_OPEN, SYS_FLEN, SYS_READ, SYS_CLOSE); see
- * armgen_input_file.h. Plain semihosting calls, so it works with or without newlib's rdimon.
- * Operation numbers: Arm "Semihosting for AArch32 and AArch64", version 3.0, section 6. */
+ * armgen_input_file.h. Plain semihosting calls (armgen_semihost.h), so it works with or without
+ * newlib's rdimon. */
 #include "armgen_input_file.h"
 
 #include <stdint.h>
 
-enum {
-    SYS_OPEN = 0x01,
-    SYS_CLOSE = 0x02,
-    SYS_READ = 0x06,
-    SYS_FLEN = 0x0C,
-};
-
-static int armgen_semihost(int op, const void *arg) {
-    register int r0 __asm__("r0") = op;
-    register const void *r1 __asm__("r1") = arg;
-    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-    return r0;
-}
+#include "armgen_semihost.h"
 
 enum armgen_input_file_status armgen_input_file_read(void *dst, size_t len) {
     static const char name[] = ARMGEN_INPUT_FILE_NAME;
     uintptr_t open_args[3] = {(uintptr_t)name, 1 /* mode "rb" */, sizeof name - 1};
-    int fd = armgen_semihost(SYS_OPEN, open_args);
+    int fd = armgen_semihost(ARMGEN_SYS_OPEN, open_args);
     if (fd < 0) {
         return ARMGEN_INPUT_FILE_ABSENT;
     }
     uintptr_t fd_args[1] = {(uintptr_t)fd};
     enum armgen_input_file_status status = ARMGEN_INPUT_FILE_READ;
-    int flen = armgen_semihost(SYS_FLEN, fd_args);
+    int flen = armgen_semihost(ARMGEN_SYS_FLEN, fd_args);
     if (flen < 0) {
         status = ARMGEN_INPUT_FILE_IO_ERROR;
     } else if ((size_t)flen != len) {
@@ -36,10 +24,10 @@ enum armgen_input_file_status armgen_input_file_read(void *dst, size_t len) {
     } else {
         uintptr_t read_args[3] = {(uintptr_t)fd, (uintptr_t)dst, (uintptr_t)len};
         /* SYS_READ returns the number of bytes NOT read. */
-        if (armgen_semihost(SYS_READ, read_args) != 0) {
+        if (armgen_semihost(ARMGEN_SYS_READ, read_args) != 0) {
             status = ARMGEN_INPUT_FILE_IO_ERROR;
         }
     }
-    armgen_semihost(SYS_CLOSE, fd_args);
+    armgen_semihost(ARMGEN_SYS_CLOSE, fd_args);
     return status;
 }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "armgen_exit_codes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -29,7 +31,8 @@ void armgen_stack_usage(size_t* reserved, size_t* used);
 /* After this, any heap allocation stops the firmware with `ARMGEN error HeapUseAfterInit`. */
 void armgen_platform_lock_heap(void);
 
-/* Stop with a status (0 = success). Semihosting: the emulator exits with it. */
+/* Stop with a status (ARMGEN_EXIT_OK or another of armgen_exit_codes.h). Semihosting: the emulator
+ * exits with it. */
 void armgen_exit(int status) __attribute__((noreturn));
 
 /* Bare metal: print " sp=0x... stack_limit=0x... stack_size=N stack_limit_reached=0|1" (no newline)

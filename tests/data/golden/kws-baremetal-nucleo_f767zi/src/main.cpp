@@ -40,7 +40,7 @@ namespace {
 
 [[noreturn]] void stop(int status) {
   armgen_printf("ARMGEN error %s %s\n", armgen_status_name(status), armgen_model_error_where());
-  armgen_exit(status & 0xff ? status & 0xff : 1);
+  armgen_exit(status & 0xff ? status & 0xff : ARMGEN_EXIT_FAILURE);
 }
 
 void print_output_0(void) {
@@ -96,5 +96,5 @@ int main(void) {
   print_output_0();
   armgen_printf("ARMGEN ticks %llu\n", (unsigned long long)ticks);
   armgen_printf("ARMGEN done\n");
-  armgen_exit(0);
+  armgen_exit(ARMGEN_EXIT_OK);
 }

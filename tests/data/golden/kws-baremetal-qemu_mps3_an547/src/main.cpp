@@ -48,7 +48,7 @@ __attribute__((aligned(16))) uint8_t g_input_file[kInputFileBytes];
 
 [[noreturn]] void stop(int status) {
   armgen_printf("ARMGEN error %s %s\n", armgen_status_name(status), armgen_model_error_where());
-  armgen_exit(status & 0xff ? status & 0xff : 1);
+  armgen_exit(status & 0xff ? status & 0xff : ARMGEN_EXIT_FAILURE);
 }
 
 void print_output_0(void) {
@@ -93,10 +93,10 @@ int main(void) {
       break;
     case ARMGEN_INPUT_FILE_BAD_SIZE:
       armgen_printf("ARMGEN error InvalidArgument input.bin_size_differs_from_%lu_bytes\n", (unsigned long)kInputFileBytes);
-      armgen_exit(ARMGEN_INVALID_ARGUMENT);
+      armgen_exit(ARMGEN_EXIT_INPUT_BAD_SIZE);
     default:
       armgen_printf("ARMGEN error AccessFailed input.bin\n");
-      armgen_exit(ARMGEN_ACCESS_FAILED);
+      armgen_exit(ARMGEN_EXIT_INPUT_UNREADABLE);
   }
 #else
   armgen_printf("ARMGEN input pattern\n");
@@ -122,5 +122,5 @@ int main(void) {
   print_output_0();
   armgen_printf("ARMGEN ticks %llu\n", (unsigned long long)ticks);
   armgen_printf("ARMGEN done\n");
-  armgen_exit(0);
+  armgen_exit(ARMGEN_EXIT_OK);
 }

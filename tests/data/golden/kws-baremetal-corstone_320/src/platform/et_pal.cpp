@@ -20,7 +20,7 @@ ET_NORETURN void et_pal_abort(void) {
   armgen_printf("ARMGEN error Abort et_pal_abort");
   armgen_print_stack_state(sp);
   armgen_printf("\n");
-  armgen_exit(8);
+  armgen_exit(ARMGEN_EXIT_ET_PAL_ABORT);
 }
 
 et_timestamp_t et_pal_current_ticks(void) {
@@ -66,7 +66,7 @@ void* operator new(size_t size) {
   void* p = malloc(size);
   if (p == nullptr) {
     armgen_printf("ARMGEN error MemoryAllocationFailed operator_new(%lu)\n", static_cast<unsigned long>(size));
-    armgen_exit(10);
+    armgen_exit(ARMGEN_EXIT_OPERATOR_NEW_FAILED);
   }
   return p;
 }

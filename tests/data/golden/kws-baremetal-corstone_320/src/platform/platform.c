@@ -29,7 +29,7 @@ int armgen_npu_init(void);
 static void npu_start(void) {
   if (armgen_npu_init() != 0) {
     armgen_printf("ARMGEN error NpuInitFailed ethosu_init\n");
-    armgen_exit(9);
+    armgen_exit(ARMGEN_EXIT_NPU_INIT_FAILED);
   }
 }
 
@@ -107,7 +107,7 @@ void armgen_platform_lock_heap(void) {
 void* _sbrk(ptrdiff_t incr) {
   if (g_heap_locked) {
     armgen_printf("ARMGEN error HeapUseAfterInit _sbrk(%ld)\n", (long)incr);
-    armgen_exit(5);
+    armgen_exit(ARMGEN_EXIT_HEAP_USE_AFTER_INIT);
   }
   if (incr < 0 || (size_t)(&__HeapLimit - g_heap_end) < (size_t)incr) {
     errno = ENOMEM;
@@ -134,7 +134,7 @@ int __cxa_atexit(void (*destructor)(void*), void* object, void* dso_handle) {
 }
 void __cxa_pure_virtual(void) {
   armgen_printf("ARMGEN error PureVirtualCall -\n");
-  armgen_exit(6);
+  armgen_exit(ARMGEN_EXIT_PURE_VIRTUAL_CALL);
 }
 
 /* newlib stubs: the firmware has no files; abort() ends the run with a message. */
@@ -143,7 +143,7 @@ void _exit(int status) {
 }
 void abort(void) {
   armgen_printf("ARMGEN error Abort abort\n");
-  armgen_exit(7);
+  armgen_exit(ARMGEN_EXIT_ABORT);
 }
 int _kill(int pid, int sig) {
   (void)pid;

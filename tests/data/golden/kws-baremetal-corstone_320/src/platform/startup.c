@@ -164,7 +164,7 @@ __attribute__((used)) void armgen_fault_report(uint32_t* frame, uint32_t exc_ret
                 (unsigned long)SCB_BFAR, (unsigned long)exc_return);
   armgen_print_stack_state(sp);
   armgen_printf("\n");
-  armgen_exit(3);
+  armgen_exit(ARMGEN_EXIT_FAULT);
 }
 
 __attribute__((naked)) void armgen_fault_handler(void) {
@@ -181,7 +181,7 @@ void armgen_default_handler(void) {
   uint32_t ipsr;
   __asm volatile("mrs %0, ipsr" : "=r"(ipsr));
   armgen_printf("ARMGEN error UnexpectedException exception=%lu\n", (unsigned long)(ipsr & 0x1ff));
-  armgen_exit(4);
+  armgen_exit(ARMGEN_EXIT_UNEXPECTED_EXCEPTION);
 }
 
 /* newlib's __libc_init_array calls _init; with -nostartfiles nobody else provides it. */

@@ -98,7 +98,7 @@ void armgen_platform_lock_heap(void) {
 void* _sbrk(ptrdiff_t incr) {
   if (g_heap_locked) {
     armgen_printf("ARMGEN error HeapUseAfterInit _sbrk(%ld)\n", (long)incr);
-    armgen_exit(5);
+    armgen_exit(ARMGEN_EXIT_HEAP_USE_AFTER_INIT);
   }
   if (incr < 0 || (size_t)(&__HeapLimit - g_heap_end) < (size_t)incr) {
     errno = ENOMEM;
@@ -125,7 +125,7 @@ int __cxa_atexit(void (*destructor)(void*), void* object, void* dso_handle) {
 }
 void __cxa_pure_virtual(void) {
   armgen_printf("ARMGEN error PureVirtualCall -\n");
-  armgen_exit(6);
+  armgen_exit(ARMGEN_EXIT_PURE_VIRTUAL_CALL);
 }
 
 /* newlib stubs: the firmware has no files; abort() ends the run with a message. */
@@ -134,7 +134,7 @@ void _exit(int status) {
 }
 void abort(void) {
   armgen_printf("ARMGEN error Abort abort\n");
-  armgen_exit(7);
+  armgen_exit(ARMGEN_EXIT_ABORT);
 }
 int _kill(int pid, int sig) {
   (void)pid;

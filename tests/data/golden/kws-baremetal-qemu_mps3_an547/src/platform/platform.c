@@ -10,6 +10,7 @@
 #include "armgen_platform.h"
 #include "armgen_print.h"
 #include "console/armgen_console.h"
+#include "armgen_semihost.h"
 
 #define SYST_CSR (*(volatile uint32_t*)0xE000E010u)
 #define SYST_RVR (*(volatile uint32_t*)0xE000E014u)
@@ -27,18 +28,9 @@ static void timer_start(void);
 
 /* ---- exit ----------------------------------------------------------------------------------- */
 /* Stop through Arm semihosting (the emulator exits with the firmware's status). */
-static inline uint32_t semihost(uint32_t op, const void* arg) {
-  register uint32_t r0 __asm("r0") = op;
-  register const void* r1 __asm("r1") = arg;
-  __asm volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-  return r0;
-}
-#define SYS_EXIT_EXTENDED 0x20u
-#define ADP_STOPPED_APPLICATION_EXIT 0x20026u
-
 void armgen_exit(int status) {
-  uint32_t block[2] = {ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
-  semihost(SYS_EXIT_EXTENDED, block);
+  uint32_t block[2] = {ARMGEN_ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
+  armgen_semihost(ARMGEN_SYS_EXIT_EXTENDED, block);
   for (;;) {
   }
 }
@@ -108,7 +100,7 @@ void armgen_platform_lock_heap(void) {
 void* _sbrk(ptrdiff_t incr) {
   if (g_heap_locked) {
     armgen_printf("ARMGEN error HeapUseAfterInit _sbrk(%ld)\n", (long)incr);
-    armgen_exit(5);
+    armgen_exit(ARMGEN_EXIT_HEAP_USE_AFTER_INIT);
   }
   if (incr < 0 || (size_t)(&__HeapLimit - g_heap_end) < (size_t)incr) {
     errno = ENOMEM;
@@ -135,7 +127,7 @@ int __cxa_atexit(void (*destructor)(void*), void* object, void* dso_handle) {
 }
 void __cxa_pure_virtual(void) {
   armgen_printf("ARMGEN error PureVirtualCall -\n");
-  armgen_exit(6);
+  armgen_exit(ARMGEN_EXIT_PURE_VIRTUAL_CALL);
 }
 
 /* newlib stubs: the firmware has no files; abort() ends the run with a message. */
@@ -144,7 +136,7 @@ void _exit(int status) {
 }
 void abort(void) {
   armgen_printf("ARMGEN error Abort abort\n");
-  armgen_exit(7);
+  armgen_exit(ARMGEN_EXIT_ABORT);
 }
 int _kill(int pid, int sig) {
   (void)pid;

@@ -17,6 +17,7 @@
 #include "armgen_platform.h"
 #include "armgen_pools.h"
 #include "armgen_print.h"
+#include "armgen_semihost.h"
 
 /* The pool sizes Kconfig records must be the ones compiled into armgen_pools.h. */
 BUILD_ASSERT(CONFIG_ARMGEN_POOL_PLANNED_1_SIZE == ARMGEN_POOL_PLANNED_1_SIZE, "Kconfig ARMGEN_POOL_PLANNED_1_SIZE differs from armgen_pools.h: regenerate with armgen new --force");
@@ -36,15 +37,12 @@ void armgen_platform_init(void) {
 }
 
 /* QEMU: end the emulation with the firmware's status through Arm semihosting: SYS_EXIT_EXTENDED
- * (0x20) with ADP_Stopped_ApplicationExit (0x20026) and the status, so qemu-system-arm
- * -semihosting-config enable=on exits with it ("Semihosting for AArch32 and AArch64" 3.0, sections
- * 6.5/6.6). Zephyr's own semihost_exec() has no exit operation, hence the plain `bkpt 0xAB`, as in
- * src/app/armgen_input_file.c. */
+ * with ADP_Stopped_ApplicationExit and the status, so qemu-system-arm -semihosting-config enable=on
+ * exits with it. Zephyr's own semihost_exec() has no exit operation, hence armgen's own call
+ * (src/app/armgen_semihost.h), as in src/app/armgen_input_file.c. */
 void armgen_exit(int status) {
-  uint32_t block[2] = {0x20026u, (uint32_t)status};
-  register uint32_t r0 __asm("r0") = 0x20u;
-  register const void* r1 __asm("r1") = block;
-  __asm volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+  uint32_t block[2] = {ARMGEN_ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
+  armgen_semihost(ARMGEN_SYS_EXIT_EXTENDED, block);
   for (;;) {
   }
 }
@@ -62,7 +60,7 @@ void k_sys_fatal_error_handler(unsigned int reason, const struct arch_esf* esf) 
                 reason, reason < ARRAY_SIZE(names) ? names[reason] : "ArchSpecific",
                 (unsigned long)(self ? self->stack_info.size : 0u), (unsigned long)CONFIG_MAIN_STACK_SIZE,
                 reason == K_ERR_STACK_CHK_FAIL ? 1u : 0u);
-  armgen_exit(3);
+  armgen_exit(ARMGEN_EXIT_FAULT);
 }
 
 /* ---- timer ---------------------------------------------------------------------------------- */
@@ -107,7 +105,7 @@ void armgen_platform_lock_heap(void) {
 static void heap_guard(const char* what, size_t bytes) {
   if (g_heap_locked) {
     armgen_printf("ARMGEN error HeapUseAfterInit %s(%lu)\n", what, (unsigned long)bytes);
-    armgen_exit(5);
+    armgen_exit(ARMGEN_EXIT_HEAP_USE_AFTER_INIT);
   }
 }
 
@@ -134,7 +132,7 @@ void* __wrap_realloc(void* p, size_t size) {
  * gives it one), so they exist, report the call and stop. */
 static void no_heap(const char* what, size_t bytes) {
   armgen_printf("ARMGEN error MemoryAllocationFailed %s(%lu)_without_a_heap\n", what, (unsigned long)bytes);
-  armgen_exit(0x21);
+  armgen_exit(ARMGEN_EXIT_NO_KERNEL_HEAP);
 }
 
 void* __wrap_k_malloc(size_t size) {

@@ -56,7 +56,7 @@ void k_sys_fatal_error_handler(unsigned int reason, const struct arch_esf* esf) 
                 reason, reason < ARRAY_SIZE(names) ? names[reason] : "ArchSpecific",
                 (unsigned long)(self ? self->stack_info.size : 0u), (unsigned long)CONFIG_MAIN_STACK_SIZE,
                 reason == K_ERR_STACK_CHK_FAIL ? 1u : 0u);
-  armgen_exit(3);
+  armgen_exit(ARMGEN_EXIT_FAULT);
 }
 
 /* ---- timer ---------------------------------------------------------------------------------- */
@@ -101,7 +101,7 @@ void armgen_platform_lock_heap(void) {
 static void heap_guard(const char* what, size_t bytes) {
   if (g_heap_locked) {
     armgen_printf("ARMGEN error HeapUseAfterInit %s(%lu)\n", what, (unsigned long)bytes);
-    armgen_exit(5);
+    armgen_exit(ARMGEN_EXIT_HEAP_USE_AFTER_INIT);
   }
 }
 

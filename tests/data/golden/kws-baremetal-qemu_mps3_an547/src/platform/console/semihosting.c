@@ -6,13 +6,10 @@
 
 #include "armgen_console.h"
 #include "armgen_platform.h"
-
-#define SYS_WRITE0 0x04u
+#include "armgen_semihost.h"
 
 void armgen_console_init(void) {}
 
 void armgen_console_write(const char* s) {
-  register uint32_t r0 __asm("r0") = SYS_WRITE0;
-  register const void* r1 __asm("r1") = s;
-  __asm volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
+  armgen_semihost(ARMGEN_SYS_WRITE0, s);
 }
