@@ -13,11 +13,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from _narrow import present
 from _programs import armgen, compiled
 from armgen.boards import load_board
 from armgen.errors import BuildError
@@ -62,8 +64,8 @@ def test_missing_cross_compiler_names_debian_packages(tmp_path):
     bindir.mkdir()
     for tool in ("cmake", "ninja"):  # everything but the cross compiler
         if shutil.which(tool):
-            os.symlink(shutil.which(tool), bindir / tool)
-    armgen_exe = shutil.which("armgen") or str(Path(os.sys.executable).with_name("armgen"))
+            os.symlink(present(shutil.which(tool)), bindir / tool)
+    armgen_exe = shutil.which("armgen") or str(Path(sys.executable).with_name("armgen"))
     r = subprocess.run([armgen_exe, "build", str(tmp_path / "proj")], capture_output=True, text=True,
                        env={**os.environ, "PATH": str(bindir)})  # fmt: skip
     assert r.returncode == 2
@@ -167,7 +169,7 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, board, target, machine, cpu):
     assert "error" not in lines
     report = compiled("kws", target)[0]
     pools = {m.group(1): (int(m.group(2)), int(m.group(3)))
-             for m in (re.fullmatch(r"(\S+) reserved=(\d+) used=(\d+)", p) for p in lines["pool"])}  # fmt: skip
+             for m in (present(re.fullmatch(r"(\S+) reserved=(\d+) used=(\d+)", p)) for p in lines["pool"])}  # fmt: skip
     for i, size in enumerate(report.planned_buffers, start=1):
         assert pools[f"planned_{i}"] == (size, size)
     reserved, used = pools["method"]

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _narrow import present
 from _programs import armgen
 from armgen.boards import load_board
 from armgen.boards.npu import NpuWindow, npu_windows, remap_windows
@@ -85,7 +86,11 @@ class Elf:
         from elftools.elf.elffile import ELFFile
 
         self._f = ELFFile(path.open("rb"))
-        self.symbols = {s.name: s for s in self._f.get_section_by_name(".symtab").iter_symbols() if s.name}
+        from elftools.elf.sections import SymbolTableSection
+
+        symtab = self._f.get_section_by_name(".symtab")
+        assert isinstance(symtab, SymbolTableSection)  # a linked image has one (for mypy)
+        self.symbols = {s.name: s for s in symtab.iter_symbols() if s.name}
 
     def address(self, name: str) -> int:
         return int(self.symbols[name]["st_value"])
@@ -103,7 +108,8 @@ class Elf:
 
     def windows(self, name: str) -> list[NpuWindow]:
         """A size-0-terminated {cpu_base, size, npu_base} table of npu.c."""
-        out, addr = [], self.address(name)
+        out: list[NpuWindow] = []
+        addr = self.address(name)
         while True:
             cpu, size, npu = struct.unpack("<3I", self.read(addr, 12))
             if size == 0:
@@ -113,7 +119,7 @@ class Elf:
 
     def referenced_from_code(self, address: int) -> bool:
         """Some instruction loads ``address`` from a literal pool in .text."""
-        text = self._f.get_section_by_name(".text").data()
+        text = present(self._f.get_section_by_name(".text")).data()
         return struct.pack("<I", address) in text
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from _narrow import present
 from armgen.boards import Emulator
 from armgen.errors import ModelError, RunError
 from armgen.firmware.console_protocol import FirmwareError, PoolUse, StackUse, parse_firmware_output
@@ -325,7 +326,7 @@ def test_reference_arrays_in_memory_order_are_made_logical(tmp_path):
     x = np.arange(12, dtype=np.int8).reshape(1, 3, 2, 2)
     np.savez(tmp_path / "r.npz", input_0=np.ascontiguousarray(x.transpose(0, 2, 3, 1)),
              output_0=np.zeros((1, 4), np.int8))  # fmt: skip
-    ref = load_reference(rep, tmp_path)
+    ref = present(load_reference(rep, tmp_path))
     assert np.array_equal(ref.inputs[0], x)
 
 
@@ -339,7 +340,7 @@ def test_run_firmware_end_to_end_passes(probe, tmp_path):
     assert rr.max_lsb_diff == 0 and rr.max_abs_diff == 0
     assert rr.outputs[0].values == (-1, 3, 13, 123)
     assert rr.alternate_checked and rr.runs == 2 and len(set(rr.ticks_per_run)) == 1
-    assert rr.instructions == instructions_from_ticks(rr.ticks, "mps3-an547")
+    assert rr.instructions == instructions_from_ticks(present(rr.ticks), "mps3-an547")
     assert rr.pools == (PoolUse("planned_1", 16, 16), PoolUse("method", 256, 200))
     assert rr.stack == StackUse(4096, 96)
     assert any(f.subject == "pool method" and "56 B headroom" in f.message for f in rr.findings)
@@ -670,7 +671,7 @@ def test_reference_outputs_run_the_lowered_program(tmp_path):
 
     result = compile_model("ic", "cortex-m55", out_dir=tmp_path)  # 3-channel channels_last input
     report = result.report
-    ref = load_reference(report, tmp_path)
+    ref = present(load_reference(report, tmp_path))
     assert ref.kind == "lowered_cortex_m"
     path, kind = reference_program(report, tmp_path)
     assert (path, kind) == (result.files["lowered_program"], "lowered_cortex_m")
@@ -687,7 +688,7 @@ def test_reference_outputs_run_the_lowered_program(tmp_path):
     alt = alternate_inputs(report.inputs)
     assert ref.alternate_inputs is not None and np.array_equal(ref.alternate_inputs[0], alt[0])
     (alt_out,) = reference_outputs(report, tmp_path, alt)
-    assert np.array_equal(ref.alternate_outputs[0], alt_out)
+    assert np.array_equal(present(ref.alternate_outputs)[0], alt_out)
     # With a cache folder, a second call with the same program and input reads the kept outputs.
     cache = tmp_path / "cache"
     (first,) = reference_outputs(report, tmp_path, alt, cache_dir=cache)

@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from _narrow import present
 from armgen.firmware.size import report_schema, validate_report
 from test_size import AR, BOARD_YAML, CFLAGS, GCC, LINK_LD, _run, invoke, needs_gcc
 
@@ -276,7 +277,7 @@ def test_html_in_headless_chromium(tmp_path: Path, pair: tuple[Path, Path]) -> N
     assert got == 0, err
     shot = tmp_path / "shot.png"
     env = dict(os.environ, HOME=str(tmp_path))
-    base = [_CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+    base = [present(_CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
             "--window-size=1000,1400"]
     dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, env=env)
     assert dom.returncode == 0, dom.stderr[-2000:]

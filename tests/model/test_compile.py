@@ -16,6 +16,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+from _narrow import present
 from _programs import compile_result
 from armgen.cli import main
 from armgen.model.compile import compile_model
@@ -101,7 +102,7 @@ def test_report_equals_program(compiled, sample, target):
         assert info.dim_order == tuple(t.dim_order)
         assert info.dtype == "int8" and t.scalar_type.name == "CHAR"
         assert info.nbytes == int(np.prod(t.sizes))
-        assert info.scale is not None and info.scale > 0 and -128 <= info.zero_point <= 127
+        assert info.scale is not None and info.scale > 0 and -128 <= present(info.zero_point) <= 127
 
     assert report.target == target
     assert report.executorch_version == "1.5.1"
@@ -305,8 +306,8 @@ def test_report_says_how_far_int8_is_from_float(compiled, sample, target):
     assert any(n.startswith("int8 against the float model") for n in result.notes)
     # the float model's outputs for the reference input, and the float program that recomputes them
     rdir = result.pte_path.parent
-    floats = float_reference(report, rdir)
-    ref = load_reference(report, rdir)
+    floats = present(float_reference(report, rdir))
+    ref = present(load_reference(report, rdir))
     again = float_model_outputs(report, rdir, [np.load(rdir / report.files["float_reference"])["input_0"]])
     assert np.allclose(again[0], floats[0], atol=1e-6)
     assert floats[0].shape == ref.outputs[0].shape

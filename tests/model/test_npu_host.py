@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _narrow import present
 from _programs import armgen
 from armgen.model.program_report import ProgramReport
 
@@ -91,13 +92,13 @@ def test_vela_cost_per_layer_and_the_cpu_fallback_reason_are_reported(project):
     (upsample,) = [r for r in report.placement if r.op == "aten::upsample_bilinear2d"]
     assert upsample.reason == "Op is not supported on U55."  # EthosU55NotSupported's own words
     for d in report.delegates:
-        v = d.vela
+        v = present(d.vela)
         assert v.system_config == "Ethos_U55_High_End_Embedded" and v.config_file == "Arm/vela.ini (Vela built-in)"
         assert v.layers and v.layer_cycles == v.cycles  # the layers add up to Vela's network total
         assert all(x.cycles >= 0 and set(x.read_bytes) <= {"Sram", "Dram", "OnChipFlash", "OffChipFlash"}
                    for x in v.layers)
         assert sum(x.read_bytes.get("OffChipFlash", 0) for x in v.layers) >= v.weights_size // 2  # weights are read
-    assert any(x.npu_op == "Conv2D" and x.macs > 0 for x in report.delegates[1].vela.layers)
+    assert any(x.npu_op == "Conv2D" and x.macs > 0 for x in present(report.delegates[1].vela).layers)
     new_out = (path / ".new_stdout").read_text()
     for text in ("why on the CPU (Ethos-U partitioner)", "Op is not supported on U55.", "NPU layers of delegate 1",
                  "NPU total:", "no inference time: board alif_e8_hp's file gives no NPU clock"):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from _narrow import present
 from armgen.errors import ModelError
 from armgen.model.model_source import load_sample, mlperf_dir, sample_module
 from armgen.model.tflite_weights import load_tflite_weights, read_tflite_layers
@@ -64,7 +65,7 @@ def test_pytorch_matches_tflite_float(name):
     inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
     for (x,) in src.representative[:3]:
         with torch.no_grad():
-            y = src.model(x).numpy()
+            y = present(src.model)(x).numpy()
         xt = x.numpy().transpose(0, 2, 3, 1) if x.dim() == 4 else x.numpy()  # NCHW -> NHWC
         interp.set_tensor(inp["index"], np.ascontiguousarray(xt, dtype=np.float32))
         interp.invoke()

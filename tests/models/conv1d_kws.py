@@ -24,6 +24,7 @@ class Conv1dKws(nn.Module):
 
 model = Conv1dKws().eval()
 with torch.no_grad():  # non-trivial batch-norm statistics, as a trained model has
+    assert model.bn1.running_mean is not None and model.bn1.running_var is not None  # track_running_stats (mypy)
     model.bn1.running_mean.uniform_(-0.5, 0.5)
     model.bn1.running_var.uniform_(0.5, 2.0)
 example_inputs = (torch.randn(1, 40, 101),)

@@ -21,6 +21,7 @@ class ConvPoolLinear(nn.Module):
         self.fc = nn.Linear(2 * 4 * 4, 16)
         with torch.no_grad():
             self.conv.weight[1] = self.conv.weight[0] * 1.2
+            assert self.conv.bias is not None  # nn.Conv2d's bias=True (for mypy)
             self.conv.bias.copy_(torch.tensor([0.5, 0.6]))
             eye = torch.eye(16)
             self.fc.weight.copy_(torch.cat([eye, -eye], dim=1))

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from _narrow import present
 from armgen.boards import (
     Board,
     board_aliases,
@@ -93,19 +94,19 @@ def test_every_board_loads_and_is_consistent(name):
     assert b.budgets.ram <= on_chip, (b.budgets.ram, on_chip)
     # every board has a QEMU stand-in that is itself a QEMU board
     assert b.emulator is not None
-    stand_in = load_board(b.emulator.board)
-    assert stand_in.emulator is not None and stand_in.emulator.board == stand_in.name
-    assert (b.emulator.qemu_machine, b.emulator.qemu_cpu) == (
-        stand_in.emulator.qemu_machine,
-        stand_in.emulator.qemu_cpu,
+    stand_in = load_board(present(b.emulator).board)
+    assert stand_in.emulator is not None and present(stand_in.emulator).board == stand_in.name
+    assert (present(b.emulator).qemu_machine, present(b.emulator).qemu_cpu) == (
+        present(stand_in.emulator).qemu_machine,
+        present(stand_in.emulator).qemu_cpu,
     )
     # QEMU boards print through semihosting (netduinoplus2: its STM32 USART, exit by semihosting),
     # real boards through a UART
     if name.startswith("qemu_"):
-        assert b.emulator.board == name and b.baremetal.exit == "semihosting"
+        assert present(b.emulator).board == name and b.baremetal.exit == "semihosting"
         assert b.baremetal.console == ("uart" if name == "qemu_netduinoplus2" else "semihosting")
     else:
-        assert b.emulator.board != name and b.baremetal.console == "uart"
+        assert present(b.emulator).board != name and b.baremetal.console == "uart"
         assert b.baremetal.uart_base is not None
     # the vector table sits in a code region
     assert any("code" in r.uses and r.base <= b.baremetal.vector_table < r.base + r.size for r in b.regions)
@@ -126,7 +127,7 @@ def test_executorch_accepts_the_target_string(name):
 def test_vela_builds_architecture_features_for_each_npu_board(name, capsys):
     from ethosu.vela.architecture_features import CONFIG_FILES_PATH, ArchitectureFeatures
 
-    npu = load_board(name).npu
+    npu = present(load_board(name).npu)
     arch = ArchitectureFeatures(
         vela_config_files=[npu.vela_config_file or f"{CONFIG_FILES_PATH}/Arm/vela.ini"],
         accelerator_config=npu.vela_accelerator,
@@ -142,7 +143,7 @@ def test_vela_builds_architecture_features_for_each_npu_board(name, capsys):
 
 
 def _gcc_flag_sets():
-    seen = {}
+    seen: dict[tuple[str, str | None, str], str] = {}
     for n in sorted(EXPECTED_BOARDS):
         c = load_board(n).cpu
         seen.setdefault((c.gcc_mcpu, c.gcc_mfpu, c.gcc_float_abi), n)
@@ -152,7 +153,7 @@ def _gcc_flag_sets():
 @pytest.mark.needs_gcc
 @pytest.mark.parametrize("flags,name", _gcc_flag_sets(), ids=lambda v: v if isinstance(v, str) else None)
 def test_arm_none_eabi_gcc_accepts_the_board_flags(flags, name, tmp_path):
-    gcc = shutil.which("arm-none-eabi-gcc")
+    gcc = present(shutil.which("arm-none-eabi-gcc"))
     mcpu, mfpu, abi = flags
     src = tmp_path / "t.c"
     src.write_text("float f(float a, float b) { return a * b + 1.0f; }\n")
@@ -165,11 +166,11 @@ def test_arm_none_eabi_gcc_accepts_the_board_flags(flags, name, tmp_path):
 
 @pytest.mark.needs_qemu
 def test_qemu_knows_every_machine_and_cpu():
-    qemu = shutil.which("qemu-system-arm")
+    qemu = present(shutil.which("qemu-system-arm"))
     machines = subprocess.run([qemu, "-machine", "help"], capture_output=True, text=True, check=True).stdout
     cpus = subprocess.run([qemu, "-cpu", "help"], capture_output=True, text=True, check=True).stdout
     for n in sorted(EXPECTED_BOARDS):
-        e = load_board(n).emulator
+        e = present(load_board(n).emulator)
         assert f"\n{e.qemu_machine} " in machines, e.qemu_machine
         assert e.qemu_cpu in cpus.split(), e.qemu_cpu
 
@@ -190,29 +191,29 @@ def test_alif_e8_facts():
         assert mram.npu_address == 0x80000000 and {"code", "model"} <= mram.uses
         assert b.budgets.flash == 5632 * KiB - 0x8000
         assert b.region("SRAM0").npu_address == 0x02000000 and b.region("SRAM1").base == 0x02400000
-        assert b.zephyr.flash_load_offset == 0x8000 and b.zephyr.releases == ("4.4",)
+        assert present(b.zephyr).flash_load_offset == 0x8000 and present(b.zephyr).releases == ("4.4",)
         assert b.baremetal.vector_table == 0x80008000
-        assert b.emulator.board == "qemu_mps3_an547"
+        assert present(b.emulator).board == "qemu_mps3_an547"
     assert he.cpu.clock_hz == 160_000_000 and hp.cpu.clock_hz == 400_000_000
-    assert he.npu.vela_accelerator == "ethos-u55-128" and hp.npu.vela_accelerator == "ethos-u55-256"
-    assert hp.zephyr.target("4.4") == "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"
+    assert present(he.npu).vela_accelerator == "ethos-u55-128" and present(hp.npu).vela_accelerator == "ethos-u55-256"
+    assert present(hp.zephyr).target("4.4") == "ensemble_e8_dk/ae822fa0e5597ls0/rtss_hp"
     with pytest.raises(BoardError, match=r"Zephyr 3.7 has no target for this board \(releases that have it: 4.4\)"):
-        hp.zephyr.target("3.7")
-    assert hp.zephyr.vendor_target == "alif_e8_dk/ae822fa0e5597xx0/rtss_hp"
-    assert he.zephyr.console == "uart2" and hp.zephyr.console == "uart4"
+        present(hp.zephyr).target("3.7")
+    assert present(hp.zephyr).vendor_target == "alif_e8_dk/ae822fa0e5597xx0/rtss_hp"
+    assert present(he.zephyr).console == "uart2" and present(hp.zephyr).console == "uart4"
 
 
 def test_corstone_facts():
     c300 = load_board("corstone_300")
     assert c300.region("DTCM").npu_address is None  # the NPU cannot reach DTCM
     assert c300.region("ISRAM").npu_address == 0x31000000 and "pools" in c300.region("ISRAM").uses
-    assert c300.npu.vela_accelerator == "ethos-u55-128"
+    assert present(c300.npu).vela_accelerator == "ethos-u55-128"
     c320 = load_board("corstone_320")
     assert c320.cpu.et_target == "cortex-m85" and c320.cpu.gcc_mcpu == "cortex-m55"
-    assert c320.npu.vela_accelerator == "ethos-u85-256"
-    assert c320.emulator.board == "qemu_mps3_an547" and c320.emulator.qemu_cpu == "cortex-m55"
-    assert "Cortex-M55" in c320.emulator.note
-    assert dict(c320.zephyr.targets) == {"4.4": "mps4/corstone320/fvp", "4.1": "mps4/corstone320/fvp"}
+    assert present(c320.npu).vela_accelerator == "ethos-u85-256"
+    assert present(c320.emulator).board == "qemu_mps3_an547" and present(c320.emulator).qemu_cpu == "cortex-m55"
+    assert "Cortex-M55" in present(present(c320.emulator).note)
+    assert dict(present(c320.zephyr).targets) == {"4.4": "mps4/corstone320/fvp", "4.1": "mps4/corstone320/fvp"}
     # Zephyr 4.x's mps4 relocates the vector table into ITCM (ROMSTART_RELOCATION_ROM); bare metal keeps it in BROM
     assert c320.region("ITCM").uses == frozenset({"code"}) and c320.baremetal.vector_table == 0x11000000
 
@@ -221,11 +222,11 @@ def test_zephyr_targets_per_release():
     """3.7 names the an547 board mps3/an547, 4.4 mps3/corstone300/an547 (zephyr v3.7.1 and v4.4.0
     boards/arm/mps3); mps2/an386 and an500 are not in 3.7.1 (its boards/arm/mps2 has an385, an521)."""
     an547 = load_board("qemu_mps3_an547")
-    assert dict(an547.zephyr.targets) == {"3.7": "mps3/an547", "4.1": "mps3/corstone300/an547",
+    assert dict(present(an547.zephyr).targets) == {"3.7": "mps3/an547", "4.1": "mps3/corstone300/an547",
                                           "4.4": "mps3/corstone300/an547"}
-    assert load_board("qemu_mps2_an386").zephyr.releases == ("4.1", "4.4")
+    assert present(load_board("qemu_mps2_an386").zephyr).releases == ("4.1", "4.4")
     for name in ("stm32f4_disco", "nucleo_f767zi", "nucleo_h743zi"):
-        assert load_board(name).zephyr.releases == ("3.7", "4.1", "4.4")
+        assert present(load_board(name).zephyr).releases == ("3.7", "4.1", "4.4")
 
 
 def test_qemu_memory_maps_are_the_tested_layouts():
@@ -238,7 +239,7 @@ def test_qemu_memory_maps_are_the_tested_layouts():
         ("DDR", 0x70000000, 256 * MiB),
     ]
     assert an547.baremetal.vector_table == 0x10000000
-    assert an547.emulator.qemu_machine == "mps3-an547" and an547.emulator.qemu_cpu == "cortex-m55"
+    assert present(an547.emulator).qemu_machine == "mps3-an547" and present(an547.emulator).qemu_cpu == "cortex-m55"
     assert an547.budgets.flash == 512 * KiB  # the ITCM code RAM counts as flash
     for name in ("qemu_mps2_an385", "qemu_mps2_an386"):
         b = load_board(name)
@@ -266,12 +267,12 @@ def test_cpu_flags():
     assert flags("nucleo_f767zi") == ("cortex-m7", "fpv5-d16", "hard", "cortex-m7")
     assert flags("qemu_mps2_an385") == ("cortex-m3", None, "soft", "cortex-m3")
     stm = load_board("stm32f4_disco")
-    assert stm.zephyr.hal_modules == ("hal_stm32",)
+    assert present(stm.zephyr).hal_modules == ("hal_stm32",)
     assert (stm.budgets.flash, stm.budgets.ram) == (1 * MiB, 192 * KiB)
     an547 = load_board("qemu_mps3_an547")  # DTCM + ISRAM; its 256 MiB DDR window is not a budget
     assert an547.budgets.ram == 4608 * KiB and "DDR" in an547.budgets.reason
-    assert stm.emulator.board == "qemu_mps2_an386"
-    assert load_board("nucleo_h743zi").emulator.board == "qemu_mps2_an500"
+    assert present(stm.emulator).board == "qemu_mps2_an386"
+    assert present(load_board("nucleo_h743zi").emulator).board == "qemu_mps2_an500"
 
 
 def test_parse_size():
@@ -285,7 +286,7 @@ def test_parse_size():
 def test_board_from_data_reads_a_yaml_string():
     data = yaml.safe_load((BOARDS_DIR / "qemu_mps2_an385.yaml").read_text())
     b = board_from_data(data, name="inline")
-    assert b.name == "inline" and b.emulator.board == "inline"
+    assert b.name == "inline" and present(b.emulator).board == "inline"
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -351,8 +352,8 @@ def test_user_board_may_bring_its_own_vela_ini(tmp_path):
     edit(path, "vela_system_config: Ethos_U55_High_End_Embedded", "vela_system_config: My_Sys")
     edit(path, "vela_config_file: null", "vela_config_file: my.ini")
     b = load_board(path)
-    assert b.npu.vela_config_file == str((tmp_path / "my.ini").resolve())
-    assert b.npu.vela_system_config == "My_Sys"
+    assert present(b.npu).vela_config_file == str((tmp_path / "my.ini").resolve())
+    assert present(b.npu).vela_system_config == "My_Sys"
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -420,15 +421,15 @@ def test_devicetree_facts_come_from_the_board_file():
     from armgen.project.zephyr import dts_facts
 
     c300 = load_board("corstone_300")
-    facts = c300.zephyr.devicetree_facts("mps3/corstone300/fvp")
+    facts = present(present(c300.zephyr).devicetree_facts("mps3/corstone300/fvp"))
     assert (facts.flash, facts.sram, facts.has_npu_node) == ("ITCM", "DTCM", True)
     assert facts.regions["ISRAM"] == DtRegion("isram", "ISRAM") and "DDR" not in facts.regions
     assert facts.source.startswith("zephyr boards/arm/mps3/mps3_corstone300_fvp.dts")
     assert dts_facts(c300, "mps3/corstone300/fvp") == facts
     an547 = load_board("qemu_mps3_an547")  # one entry per target: 3.7 and 4.4 name it differently
-    assert an547.zephyr.devicetree_facts("mps3/an547").has_npu_node is False
-    assert an547.zephyr.devicetree_facts("mps3/corstone300/an547").has_npu_node is True
-    assert load_board("nucleo_h743zi").zephyr.devicetree_facts("nucleo_h743zi").regions["FLASH"].memory_region is None
+    assert present(present(an547.zephyr).devicetree_facts("mps3/an547")).has_npu_node is False
+    assert present(present(an547.zephyr).devicetree_facts("mps3/corstone300/an547")).has_npu_node is True
+    assert present(present(load_board("nucleo_h743zi").zephyr).devicetree_facts("nucleo_h743zi")).regions["FLASH"].memory_region is None
     hash(c300)  # the facts' region dict does not make a Board unhashable
 
 
@@ -439,12 +440,12 @@ def test_schema_1_board_file_still_reads_and_gets_the_naming_rule():
     data["schema_version"] = 1
     del data["zephyr"]["devicetree"]
     old = board_from_data(data, name="old_c300")
-    assert old.zephyr.devicetree == () and old.zephyr.devicetree_facts("mps3/corstone300/fvp") is None
+    assert present(old.zephyr).devicetree == () and present(old.zephyr).devicetree_facts("mps3/corstone300/fvp") is None
     facts = dts_facts(old, "mps3/corstone300/fvp")
     assert facts.source.startswith("assumed (no devicetree facts for mps3/corstone300/fvp in armgen)")
     assert facts.regions["ISRAM"].label == "isram" and facts.regions["DDR"].memory_region == "DDR"
     assert (facts.flash, facts.sram, facts.has_npu_node) == ("ITCM", "DTCM", False)
-    assert load_board("qemu_mps2_an385").zephyr.devicetree == ()  # schema 2 without facts: the rule too
+    assert present(load_board("qemu_mps2_an385").zephyr).devicetree == ()  # schema 2 without facts: the rule too
 
 
 def test_devicetree_facts_need_schema_2(tmp_path):
@@ -586,7 +587,7 @@ def test_stm32_usart_consoles_come_from_board_data():
     }
     for name, (kind, base, clock, enable, pin) in want.items():
         bm = load_board(name).baremetal
-        u = bm.uart_setup
+        u = present(bm.uart_setup)
         assert (bm.console, bm.uart_kind, bm.uart_base) == ("uart", kind, base), name
         assert (u.clock_hz, u.baud, u.enable, (u.tx_gpio, u.tx_pin, u.tx_af)) == (clock, 115200, enable, pin), name
         assert u.divisor == round(clock / 115200)
@@ -606,10 +607,10 @@ _SOURCE_WORDS = ("zephyr", "executorch", "alifsemi", "openocd", "armgen", "qemu"
 
 
 def _flash_parts(board: Board):
-    fw = board.flash_and_watch
+    fw = present(board.flash_and_watch)
     parts = [("baremetal", fw.baremetal_flash, fw.baremetal_console)]
     if fw.zephyr_flash is not None:
-        parts.append(("zephyr", fw.zephyr_flash, fw.zephyr_console))
+        parts.append(("zephyr", fw.zephyr_flash, present(fw.zephyr_console)))
     return parts
 
 
@@ -625,7 +626,7 @@ def test_every_board_says_how_to_flash_and_watch_with_a_source_for_each_fact(nam
         assert flash.tool and flash.commands and all(c.strip() for c in flash.commands)
         assert console.uart and (console.baud is None or console.baud in (9600, 57600, 115200))
         if flavour == "zephyr":  # a default runner for each Zephyr release the board has, from its board.cmake
-            assert {rel for rel, _ in flash.runners} == set(board.zephyr.releases)
+            assert {rel for rel, _ in flash.runners} == set(present(board.zephyr).releases)
             assert "board.cmake" in flash.source
     # the bare-metal console's baud is the one armgen's own USART driver programs
     setup = board.baremetal.uart_setup
@@ -638,26 +639,26 @@ def test_every_board_says_how_to_flash_and_watch_with_a_source_for_each_fact(nam
 def test_flash_and_watch_facts_per_board():
     """The facts as read from the sources (board.cmake, DTS, docs), spot-checked per kind of board."""
     names = ("stm32f4_disco", "nucleo_h743zi", "alif_e8_hp", "alif_e8_he")
-    f4, h7, hp, he = (load_board(n).flash_and_watch for n in names)
-    assert dict(f4.zephyr_flash.runners) == {"3.7": "openocd", "4.1": "stm32cubeprogrammer", "4.4": "stm32cubeprogrammer"}
-    assert (f4.zephyr_console.uart, f4.zephyr_console.baud) == ("USART2", 115200) and "PA2" in f4.zephyr_console.where
+    f4, h7, hp, he = (present(load_board(n).flash_and_watch) for n in names)
+    assert dict(present(f4.zephyr_flash).runners) == {"3.7": "openocd", "4.1": "stm32cubeprogrammer", "4.4": "stm32cubeprogrammer"}
+    assert (present(f4.zephyr_console).uart, present(f4.zephyr_console).baud) == ("USART2", 115200) and "PA2" in present(present(f4.zephyr_console).where)
     assert "board/stm32f4discovery.cfg" in f4.baremetal_flash.commands[0]
     assert (h7.baremetal_console.uart, h7.baremetal_console.baud) == ("USART3", 115200)
-    assert "virtual COM port" in h7.baremetal_console.where
-    assert dict(hp.zephyr_flash.runners) == {"4.4": "jlink"}
-    assert (hp.zephyr_console.uart, he.zephyr_console.uart) == ("UART4", "UART2")
-    assert '"M55_HP"' in hp.baremetal_flash.note and '"M55_HE"' in he.baremetal_flash.note
+    assert "virtual COM port" in present(h7.baremetal_console.where)
+    assert dict(present(hp.zephyr_flash).runners) == {"4.4": "jlink"}
+    assert (present(hp.zephyr_console).uart, present(he.zephyr_console).uart) == ("UART4", "UART2")
+    assert '"M55_HP"' in present(hp.baremetal_flash.note) and '"M55_HE"' in present(he.baremetal_flash.note)
     for board in (load_board("alif_e8_hp"), load_board("alif_e8_he")):  # SETOOLS writes the image where it is linked
-        assert f'"mramAddress": "0x{board.baremetal.vector_table:08X}"' in board.flash_and_watch.baremetal_flash.note
+        assert f'"mramAddress": "0x{board.baremetal.vector_table:08X}"' in present(present(board.flash_and_watch).baremetal_flash.note)
     c300, c320 = load_board("corstone_300"), load_board("corstone_320")
-    assert c300.flash_and_watch.baremetal_flash.commands[0].startswith("FVP_Corstone_SSE-300_Ethos-U55 ")
-    assert f"-C ethosu.num_macs={c300.npu.macs} " in c300.flash_and_watch.baremetal_flash.commands[0]
-    assert c320.flash_and_watch.baremetal_flash.commands[0].startswith("FVP_Corstone_SSE-320 ")
-    u85_macs = f"-C mps4_board.subsystem.ethosu.num_macs={c320.npu.macs} "
-    assert u85_macs in c320.flash_and_watch.baremetal_flash.commands[0]
-    assert "-C mps3_board.uart0.out_file=-" in c300.flash_and_watch.baremetal_console.where
-    assert "-C mps4_board.uart0.out_file=-" in c320.flash_and_watch.baremetal_console.where
-    assert dict(c300.flash_and_watch.zephyr_flash.runners) == {"4.1": "armfvp", "4.4": "armfvp"}
+    assert present(c300.flash_and_watch).baremetal_flash.commands[0].startswith("FVP_Corstone_SSE-300_Ethos-U55 ")
+    assert f"-C ethosu.num_macs={present(c300.npu).macs} " in present(c300.flash_and_watch).baremetal_flash.commands[0]
+    assert present(c320.flash_and_watch).baremetal_flash.commands[0].startswith("FVP_Corstone_SSE-320 ")
+    u85_macs = f"-C mps4_board.subsystem.ethosu.num_macs={present(c320.npu).macs} "
+    assert u85_macs in present(c320.flash_and_watch).baremetal_flash.commands[0]
+    assert "-C mps3_board.uart0.out_file=-" in present(present(c300.flash_and_watch).baremetal_console.where)
+    assert "-C mps4_board.uart0.out_file=-" in present(present(c320.flash_and_watch).baremetal_console.where)
+    assert dict(present(present(c300.flash_and_watch).zephyr_flash).runners) == {"4.1": "armfvp", "4.4": "armfvp"}
 
 
 @pytest.mark.parametrize("name", sorted(n for n in EXPECTED_BOARDS if n.startswith("qemu_")))
@@ -668,8 +669,8 @@ def test_qemu_boards_command_line_is_the_one_armgen_run_uses(name):
     from armgen.firmware.qemu import qemu_command
 
     board = load_board(name)
-    (cmd,) = board.flash_and_watch.baremetal_flash.commands
-    argv = qemu_command(Path("ELF"), board.emulator)
+    (cmd,) = present(board.flash_and_watch).baremetal_flash.commands
+    argv = qemu_command(Path("ELF"), present(board.emulator))
     i = argv.index("-icount")
     del argv[i:i + 2]
     argv[-1] = "{elf}"
@@ -684,7 +685,7 @@ def test_flash_and_watch_bad_input(tmp_path):
     path = copy_board(tmp_path, "stm32f4_disco", "b2")
     edit(path, 'runners: {"3.7": openocd, "4.1": stm32cubeprogrammer, "4.4": stm32cubeprogrammer}',
          'runners: {"4.4": stm32cubeprogrammer}')
-    releases = ", ".join(load_board("stm32f4_disco").zephyr.releases)
+    releases = ", ".join(present(load_board("stm32f4_disco").zephyr).releases)
     assert_cli_error(["boards", "show", str(path)], "flash_and_watch.zephyr.flash.runners: give the runner for each "
                      f"of the board's Zephyr releases ({releases}), not 4.4")
     path = copy_board(tmp_path, "stm32f4_disco", "b3")

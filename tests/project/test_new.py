@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import yaml
 
+from _narrow import present
 from _programs import armgen, program, tree
 from armgen.boards import BOARDS_DIR, load_board
 from armgen.errors import ProjectError
@@ -359,7 +361,7 @@ def test_embedded_sample_input_is_the_reference_bytes_as_they_are(tmp_path):
 
     def embedded(arr):
         np.savez(tmp_path / "r.npz", input_0=arr)
-        lines, _ = _sample_inputs(SimpleNamespace(reference_path=tmp_path / "r.npz", inputs=[io]))
+        lines, _ = _sample_inputs(cast(Any, SimpleNamespace(reference_path=tmp_path / "r.npz", inputs=[io])))
         return [int(v) for line in lines[0] for v in line.rstrip(",").split(", ")]
 
     assert embedded(stored) == stored.reshape(-1).tolist()
@@ -386,8 +388,8 @@ def test_zephyr_stack_and_data_region_is_the_overlays_zephyr_sram(zephyr_program
     assert spec.rtos == "zephyr" and spec.uses_npu
     files = render_project(spec).files
     rec = tomllib.loads(files["armgen.toml"].decode())
-    facts = zephyr.ZEPHYR_DTS[board.zephyr.target("4.4")]
-    overlay = files[f"boards/{zephyr.normalise_board_target(board.zephyr.target('4.4'))}.overlay"].decode()
+    facts = zephyr.ZEPHYR_DTS[present(board.zephyr).target("4.4")]
+    overlay = files[f"boards/{zephyr.normalise_board_target(present(board.zephyr).target('4.4'))}.overlay"].decode()
     m = re.search(r"zephyr,sram = &(\w+);", overlay)
     label = m.group(1) if m else facts.regions[facts.sram].label  # no line: the board's default stays
     (sram,) = [name for name, dt in facts.regions.items() if dt.label == label]
@@ -419,10 +421,10 @@ def test_flash_and_watch_section_for_every_board_and_flavour(board_name):
     flavours = [("baremetal", None)] + [("zephyr", rel) for rel in (board.zephyr.releases if board.zephyr else ())]
     for rtos, release in flavours:
         text = _flash_watch_section(board_name, rtos, release)
-        fw = board.flash_and_watch
+        fw = present(board.flash_and_watch)
         zephyr = rtos == "zephyr"
-        flash = fw.zephyr_flash if zephyr else fw.baremetal_flash
-        console = fw.zephyr_console if zephyr else fw.baremetal_console
+        flash = present(fw.zephyr_flash) if zephyr else fw.baremetal_flash
+        console = present(fw.zephyr_console) if zephyr else fw.baremetal_console
         assert text.startswith("\n\n## Flash and watch\n\n") and not text.endswith("\n"), (rtos, release)
         assert f"Flash with {flash.tool}" in text
         if rtos == "zephyr":
@@ -471,11 +473,11 @@ def test_bare_metal_project_gets_its_boards_console_driver_and_no_other(board_na
     from armgen.project.render import CONSOLE_DIR, console_driver, writes_template
 
     board = load_board(board_name)
-    spec = SimpleNamespace(board=board)  # writes_template reads the board only
+    spec: Any = SimpleNamespace(board=board)  # writes_template reads the board only
     drivers = sorted(p.name.removesuffix(".c.j2") for p in (TEMPLATES_DIR / "baremetal" / "project" / CONSOLE_DIR)
                      .glob("*.c.j2"))
     assert drivers == ["cmsdk_uart", "ns16550", "semihosting", "stm32_usart"]
     assert [d for d in drivers if writes_template(f"{CONSOLE_DIR}{d}.c", spec)] == [console_driver(board)]
     bm = board.baremetal
     by_kind = {"cmsdk": "cmsdk_uart", "ns16550": "ns16550", "stm32_usart_v1": "stm32_usart", "stm32_usart_v2": "stm32_usart"}
-    assert console_driver(board) == ("semihosting" if bm.console == "semihosting" else by_kind[bm.uart_kind])
+    assert console_driver(board) == ("semihosting" if bm.console == "semihosting" else by_kind[present(bm.uart_kind)])

@@ -37,6 +37,7 @@ def _report(planned=(20_000,), pte_size=60_000, method=(11_648, 448), cpu="corte
                          num_tensor_list_items=0, num_instructions=20, num_kernel_calls=18,
                          num_kernel_call_args=120, num_delegate_calls=0, num_delegate_call_args=0,
                          num_operators=6, num_chains=1, num_inputs=1, num_outputs=1, num_constant_tensors=40)
+    delegates: tuple[DelegateInfo, ...]
     backend, target, delegates = "cortex-m", cpu, ()
     if delegated is not None:
         backend, target = "ethos-u", delegated

@@ -13,8 +13,9 @@ import dataclasses
 import pytest
 import yaml
 
+from _narrow import present
 from _programs import program
-from armgen.boards import BOARDS_DIR, board_from_data, load_board
+from armgen.boards import BOARDS_DIR, Board, board_from_data, load_board
 from armgen.errors import ProjectError
 from armgen.model.method_allocator import (
     POOL_ALIGNMENT,
@@ -40,7 +41,7 @@ def kws_m55():
     return program("kws-cortex-m55")
 
 
-def _board_variant(name: str, edit) -> object:
+def _board_variant(name: str, edit) -> Board:
     data = yaml.safe_load((BOARDS_DIR / f"{name}.yaml").read_text())
     edit(data)
     return board_from_data(data, name=f"{name}_variant", source=f"{name}_variant.yaml")
@@ -197,7 +198,7 @@ def test_ethos_u_program_for_another_npu_is_refused(kws_m55):
     # the matching configuration is accepted
     alif = load_board("alif_e8")
     spec = make_spec(u55, alif, name="kws", pte_path=pte, report_path=report_path, zephyr=zephyr_placement(alif))
-    assert spec.target == spec.board.npu.vela_accelerator == "ethos-u55-256"
+    assert spec.target == present(spec.board.npu).vela_accelerator == "ethos-u55-256"
 
 
 def test_ethos_u_on_a_board_without_npu_is_refused(kws_m55):

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _narrow import present
 from _programs import config_lines
 from armgen.boards import load_board
 from armgen.paths import MODULES_DIR
@@ -106,7 +107,7 @@ def _overlay_refs(text: str) -> tuple[set[str], set[str], set[str]]:
 def _linker_regions(text: str) -> set[str]:
     """Memory region names a linker snippet places sections in."""
     text = _strip_comments(text)
-    names = set()
+    names: set[str] = set()
     for args in re.findall(r"GROUP_(?:ROM_|DATA_|NOLOAD_)?LINK_IN\(([^)]*)\)", text):
         names.update(a.strip() for a in args.split(",") if a.strip())
     names.update(re.findall(r"(?:AT\s*)?>\s*([A-Za-z_][A-Za-z0-9_]*)", text))
@@ -264,7 +265,7 @@ def test_imported_zephyr_projects_exist_in_zephyrs_manifest():
     west = RELEASE["west"]["projects"]
     names = set(_release_allowlist())
     for board_name in BOARD_FILES:
-        names.update(load_board(board_name).zephyr.hal_modules)
+        names.update(present(load_board(board_name).zephyr).hal_modules)
     assert names, "no allowlist found"
     missing = sorted(n for n in names if n not in west)
     assert not missing, f"Zephyr's west.yml (@{RELEASE['west']['commit'][:12]}) has no projects {missing}"
@@ -282,16 +283,16 @@ def test_imported_zephyr_projects_exist_in_zephyrs_manifest():
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory):
     """{board file: (spec, {path: bytes}, Zephyr target)}; kws compiled once per NPU configuration."""
-    from armgen.model.compile import compile_model
+    from armgen.model.compile import CompileResult, compile_model
     from armgen.project.render import render_project
     from armgen.project.spec import make_spec
     from armgen.project.zephyr import zephyr_placement
 
-    compiled: dict[tuple, object] = {}
+    compiled: dict[tuple, CompileResult] = {}
     out = {}
     for name in GENERATED:
         board = load_board(name)
-        npu = board.npu
+        npu = present(board.npu)
         key = (npu.vela_accelerator, board.cpu.et_target, npu.vela_system_config, npu.vela_memory_mode, npu.vela_config_file)
         if key not in compiled:
             compiled[key] = compile_model(
@@ -464,5 +465,5 @@ def test_nodes_the_board_files_disable_exist_in_the_devicetree():
     `&label { status = "disabled"; }` would not compile)."""
     for board_name, target in BOARD_FILES.items():
         board = load_board(board_name)
-        for label, _reason in board.zephyr.disable_nodes:
+        for label, _reason in present(board.zephyr).disable_nodes:
             assert label in BOARDS[target]["labels"], f"{board_name}: &{label} is not a recorded label of {target}"

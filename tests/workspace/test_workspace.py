@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from _narrow import present
 from armgen.cli import main
 from armgen.errors import WorkspaceError
 from armgen.paths import workspace_dir
@@ -178,7 +179,7 @@ def test_unknown_revision_suggests_an_override_and_lists_few_branches():
     with pytest.raises(WorkspaceError) as info:
         resolve_revision("executorch", "file:///m/pytorch+executorch/repo", "v1.5.1", refs)
     assert "v1.5.1" in info.value.message and "main, release/1.4" in info.value.message
-    assert "--revision executorch=" in info.value.hint
+    assert "--revision executorch=" in present(info.value.hint)
     assert resolve_revision("executorch", "u", "v1.4.0", refs).commit == "c" * 40
     assert resolve_revision("executorch", "u", "main", refs).kind == "branch"
 
@@ -191,7 +192,7 @@ def test_missing_workspace_raises_with_init_advice(tmp_path, monkeypatch):
     with pytest.raises(WorkspaceError) as info:
         find_workspace(None)
     assert str(tmp_path / "nowhere") in info.value.message
-    assert "armgen workspace init --mirror" in info.value.hint
+    assert "armgen workspace init --mirror" in present(info.value.hint)
     with pytest.raises(WorkspaceError):
         find_workspace(tmp_path)  # exists, but no .west/config
 
@@ -267,7 +268,7 @@ def test_pinned_release_missing_from_mirror_fails_cleanly(tmp_path):
         if tags.stdout.strip():
             pytest.skip("this mirror has the v1.5.1 tag")
     target = tmp_path / "ws"
-    result = CliRunner().invoke(main, ["workspace", "init", str(target), "--mirror", MIRROR])
+    result = CliRunner().invoke(main, ["workspace", "init", str(target), "--mirror", present(MIRROR)])
     assert result.exit_code == 2
     assert "revision v1.5.1 is not in" in result.output
     assert "--revision executorch=" in result.output
