@@ -63,8 +63,9 @@ def test_bare_metal_project_files(kws_spec):
     assert f"#define ARMGEN_POOL_METHOD_SIZE {kws_spec.method_allocator_bound}u" in pools_h
     # Outputs are read in place from the planned output tensor: the example keeps no output buffer.
     main_cpp, model_h = files["src/main.cpp"].decode(), files["src/model/armgen_model.h"].decode()
+    report_cpp = files["src/app/armgen_report.h"].decode()
     assert "const void* armgen_model_output_buffer(size_t index);" in model_h
-    assert "armgen_model_output_buffer(0)" in main_cpp and "g_output" not in main_cpp
+    assert "armgen_model_output_buffer(0)" in report_cpp and "g_output" not in main_cpp + report_cpp
     # kws has no temp pool: the lookup scratch of load_method borrows planned_1 (spec.load_scratch).
     assert "#define ARMGEN_POOL_TEMP_SIZE 0u" in pools_h and kws_spec.load_scratch is not None
     assert f"#define ARMGEN_LOAD_SCRATCH_SIZE {kws_spec.load_scratch[1]}u" in pools_h

@@ -1,6 +1,7 @@
 """The ``ARMGEN`` console protocol: what an armgen firmware tells the host, one fact per line.
 
-This module is the protocol's reference: the firmware templates (``main.cpp.j2``, the platform
+This module is the protocol's reference: the firmware templates (``main.cpp.j2``, the report of a run
+``armgen_report.h.j2``, ``armgen run``'s harness ``armgen_run_harness.cpp.j2``, the platform
 sources), the TFLite Micro benchmark runner and the test probe print these lines, and
 :func:`parse_firmware_output` reads them into a :class:`FirmwareLog` for the run stage
 (:mod:`armgen.firmware.run`), the stack sizing (:mod:`armgen.firmware.stack`), audio runs
