@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import functools
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -18,8 +20,15 @@ from pathlib import Path
 
 from armgen.model.program_report import ProgramReport
 
-_CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
-atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # the session's programs go with the session
+#: Where the session's compiled programs live. Under pytest-xdist the controller names one folder for all
+#: workers (conftest.py sets ``$ARMGEN_TEST_PROGRAMS`` and removes it at the end), so a program is compiled
+#: once per run, not once per worker; alone, a folder of this process's own.
+SHARED_CACHE_ENV = "ARMGEN_TEST_PROGRAMS"
+if os.environ.get(SHARED_CACHE_ENV):
+    _CACHE = Path(os.environ[SHARED_CACHE_ENV])
+else:
+    _CACHE = Path(tempfile.mkdtemp(prefix="armgen-test-programs-"))
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)  # the session's programs go with the session
 
 
 #: The committed program fixtures (tests/data/programs, made by its make.py): key -> (sample, target, board).
@@ -81,8 +90,17 @@ def compile_for(sample: str, target: str, board: str | None, out_dir: Path):
 
 @functools.cache
 def compile_result(sample: str, target: str, board: str | None = None):
-    """:func:`compile_for` once per test session (every test file that must compile shares this cache)."""
-    return compile_for(sample, target, board, _CACHE / f"{sample}-{target}-{board or 'default'}")
+    """:func:`compile_for` once per test session (every test file, and every xdist worker, shares this cache:
+    the first to ask compiles under a lock and pickles the result, the others wait and load it)."""
+    out = _CACHE / f"{sample}-{target}-{board or 'default'}"
+    done = out.with_suffix(".result.pickle")
+    with open(out.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.is_file():
+            return pickle.loads(done.read_bytes())
+        result = compile_for(sample, target, board, out)
+        done.write_bytes(pickle.dumps(result))
+        return result
 
 
 def compiled(sample: str, target: str) -> tuple[ProgramReport, Path, Path]:

@@ -21,6 +21,23 @@ if "ARMGEN_MLPERF_DIR" not in os.environ and _SITE_MLPERF.is_dir():
 os.environ["ARMGEN_OFFLINE"] = "1"
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (``-n``, pyproject's addopts), the controller makes the one folder where every worker's
+    session compile cache lives (tests/_programs.py); the workers inherit ``$ARMGEN_TEST_PROGRAMS``."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        import tempfile
+
+        os.environ["ARMGEN_TEST_PROGRAMS"] = tempfile.mkdtemp(prefix="armgen-test-programs-")
+
+
+def pytest_unconfigure(config):
+    """The controller removes the shared compile cache when the run ends."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        import shutil
+
+        shutil.rmtree(os.environ.pop("ARMGEN_TEST_PROGRAMS", ""), ignore_errors=True)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_weights_cache(tmp_path_factory):
     """A weights cache of the session's own (empty at start), so the user's cache never decides a test."""
