@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "armgen_semihost.h"
 #include "platform.h"
 
 extern uint32_t __data_start__, __data_end__, __data_load__, __bss_start__, __bss_end__;
@@ -29,19 +30,14 @@ __attribute__((section(".vectors"), used)) static void (*const vectors[16])(void
     SysTick_Handler,
 };
 
-/* --- semihosting (ARM DUI 0471: SYS_WRITE0 = 0x04, SYS_EXIT = 0x18) --- */
-static int semihost(int op, const void* arg) {
-  register int r0 __asm__("r0") = op;
-  register const void* r1 __asm__("r1") = arg;
-  __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-  return r0;
-}
+/* --- semihosting: armgen's one call (templates/common/run/armgen_semihost.h) --- */
+void bench_write(const char* s) { armgen_semihost(ARMGEN_SYS_WRITE0, s); }
 
-void bench_write(const char* s) { semihost(0x04, s); }
-
+/* SYS_EXIT_EXTENDED, as armgen's firmware exits: the emulator exits with `status` (AArch32's SYS_EXIT
+ * takes no status). */
 void bench_exit(int status) {
-  uint32_t block[2] = {0x20026u /* ADP_Stopped_ApplicationExit */, (uint32_t)status};
-  semihost(0x18, block);
+  uint32_t block[2] = {ARMGEN_ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
+  armgen_semihost(ARMGEN_SYS_EXIT_EXTENDED, block);
   for (;;) {
   }
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "armgen_input_file.h" /* templates/common/run */
+#include "armgen_semihost.h"   /* templates/common/run: the one semihosting call */
 
 #ifndef PROBE_MODE
 #define PROBE_MODE 1
@@ -40,14 +41,7 @@ __attribute__((section(".vectors"), used)) const void *const vectors[16] = {
     Default_Handler, Default_Handler, 0, Default_Handler, Default_Handler,
 };
 
-static int semihost(int op, const void *arg) {
-    register int r0 __asm__("r0") = op;
-    register const void *r1 __asm__("r1") = arg;
-    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-    return r0;
-}
-
-static void put(const char *s) { semihost(0x04 /* SYS_WRITE0 */, s); }
+static void put(const char *s) { armgen_semihost(ARMGEN_SYS_WRITE0, s); }
 
 static void put_uint(uint32_t v) {
     char buf[12];
@@ -69,8 +63,8 @@ static void put_hex(uint32_t v) {
 }
 
 static void sh_exit(int status) {
-    uint32_t block[2] = {0x20026 /* ADP_Stopped_ApplicationExit */, (uint32_t)status};
-    semihost(0x20 /* SYS_EXIT_EXTENDED */, block);
+    uint32_t block[2] = {ARMGEN_ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
+    armgen_semihost(ARMGEN_SYS_EXIT_EXTENDED, block);
     for (;;) {}
 }
 
