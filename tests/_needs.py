@@ -38,11 +38,12 @@ def qemu_missing() -> str | None:
 def workspace_missing() -> str | None:
     """Why no workspace usable for firmware builds exists (None when one does): the build's own lookup
     (``armgen.firmware.build.resolve_workspace``: ``$ARMGEN_WORKSPACE`` or the default location)."""
-    try:
-        from armgen.firmware.build import resolve_workspace
+    from armgen.errors import ArmgenError
+    from armgen.firmware.build import resolve_workspace
 
+    try:
         resolve_workspace()
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
+    except (ArmgenError, OSError) as exc:  # armgen's one-line errors, or an unreadable tree: no usable workspace
         return f"needs an armgen workspace ({getattr(exc, 'message', str(exc))}; armgen workspace init)"
     return None
 
@@ -51,13 +52,14 @@ def workspace_missing() -> str | None:
 def zephyr_missing(release: str) -> str | None:
     """Why no workspace holding Zephyr ``release`` is found where ``armgen build`` of a Zephyr project of
     that release looks (``armgen.workspace.find_zephyr_workspace``, then ``resolve_workspace``)."""
+    from armgen.errors import ArmgenError
     from armgen.firmware.build import resolve_workspace
     from armgen.workspace import Workspace, find_zephyr_workspace
 
     candidate = find_zephyr_workspace(release)
     try:
         ws = Workspace(resolve_workspace(candidate))
-    except Exception as exc:  # noqa: BLE001 - any failure means: no usable workspace
+    except (ArmgenError, OSError) as exc:  # not a bug of armgen's (that fails the run): no usable workspace
         return (f"no armgen workspace for Zephyr {release} ({getattr(exc, 'message', exc)}): "
                 f"armgen workspace init --zephyr --zephyr-release {release}")
     if not ws.has_zephyr:

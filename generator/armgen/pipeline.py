@@ -32,7 +32,7 @@ def new_project(
     name: str, board_name: str, *, model: str | None, weights: str | None, rtos: str | None,
     calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | str | None, force: bool,
-    say: Say, frontend: str | None = None,
+    say: Say, frontend: str | None = None, zephyr_development_tree: bool = False,
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
 
@@ -41,7 +41,9 @@ def new_project(
     ``calibration``: representative inputs for int8 calibration (see
     :func:`armgen.model.compile.compile_model`); not used for a ready ``.pte``. ``frontend``: an
     audio front end kind (``"mfcc"``) generated in C from the model source's ``FRONTEND``
-    declaration (:mod:`armgen.model.frontend`).
+    declaration (:mod:`armgen.model.frontend`). ``zephyr_development_tree``: write the project also for a
+    board target only development trees of the Zephyr release have (the CLI sets it from
+    ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; see :func:`armgen.project.zephyr.board_target`).
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
@@ -62,7 +64,8 @@ def new_project(
     if rtos == "zephyr":
         from armgen.project.zephyr import development_target_warning, zephyr_placement
 
-        zephyr = zephyr_placement(board, zephyr_release)  # the board must be in that release: fail before compiling
+        # the board must be in that release: fail before compiling
+        zephyr = zephyr_placement(board, zephyr_release, development_tree=zephyr_development_tree)
         warning = development_target_warning(board, zephyr.release_info)
         if warning:
             say(warning)
@@ -100,7 +103,8 @@ def new_project(
         kept_budgets = _user_budgets(dest) if force else None
         if kept_budgets is not None:
             spec = dataclasses.replace(spec, budgets=kept_budgets)
-        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say)
+        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say,
+                                  development_tree=zephyr_development_tree)
         rendered = render_project(spec, standin)
         written = write_project_result(rendered, out_dir, force=force)
 
@@ -135,7 +139,8 @@ def _user_budgets(dest: Path) -> dict[str, Any] | None:
     return kept
 
 
-def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say):
+def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say, *,
+                    development_tree: bool = False):
     """The spec of the stand-in Zephyr application `armgen run` uses for a Zephyr project on a real
     board: the same program on the board's QEMU machine (same CPU), when that machine is in the
     project's Zephyr release and the program runs on the CPU. None otherwise (then `armgen run` says
@@ -155,7 +160,8 @@ def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_
     return make_spec(
         report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
         rtos="zephyr", backend=spec.backend, model_source=source, weights=weights,
-        stack_size=stack_size, zephyr=zephyr_placement(qemu, spec.zephyr_release), allow_cpu_mismatch=True,
+        stack_size=stack_size, zephyr=zephyr_placement(qemu, spec.zephyr_release, development_tree=development_tree),
+        allow_cpu_mismatch=True,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -9,6 +10,7 @@ from rich.table import Table
 
 from armgen.cli._console import err_console, out_console, print_table
 from armgen.cli.group import main, offline_option
+from armgen.workspace import OTHER_RELEASE_ENV
 
 
 class _StackSize(click.ParamType):
@@ -85,7 +87,7 @@ def new_cmd(
         made = new_project(
             name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
             zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force,
-            say=_say, frontend=frontend,
+            say=_say, frontend=frontend, zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
         )
     spec, rendered, written = made.spec, made.rendered, made.written
     project, report, board = written.path, spec.report, spec.board

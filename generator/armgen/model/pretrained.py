@@ -23,6 +23,7 @@ to fixed-seed weights, and says why in one line.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import http.client
 import os
@@ -93,13 +94,14 @@ def cache_dir() -> Path:
     return base / "armgen" / "weights"
 
 
-#: Set by :func:`offline_mode` (the commands' ``--offline``) for the duration of one command.
-_offline_option = False
+#: Set by :func:`offline_mode` (the commands' ``--offline``) for the duration of one command: a context
+#: variable, so a switch is scoped to the block (and thread or task) that set it, never module state.
+_OFFLINE_OPTION: contextvars.ContextVar[bool] = contextvars.ContextVar("armgen_offline_option", default=False)
 
 
 def offline_reason() -> str | None:
     """Why armgen downloads nothing now: ``"--offline"``, ``"ARMGEN_OFFLINE is set"``, or None (online)."""
-    if _offline_option:
+    if _OFFLINE_OPTION.get():
         return "--offline"
     if os.environ.get("ARMGEN_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return "ARMGEN_OFFLINE is set"
@@ -117,13 +119,11 @@ def offline_mode(on: bool = True) -> Iterator[None]:
     """Within the block, download nothing when ``on`` (a command's ``--offline``); off, ``$ARMGEN_OFFLINE``
     still decides. Restored on exit, so one command's switch does not outlive it (the tests run many
     commands in one process)."""
-    global _offline_option
-    saved = _offline_option
-    _offline_option = saved or on
+    token = _OFFLINE_OPTION.set(_OFFLINE_OPTION.get() or on)
     try:
         yield
     finally:
-        _offline_option = saved
+        _OFFLINE_OPTION.reset(token)
 
 
 def weights_url(w: WeightsFile) -> str:

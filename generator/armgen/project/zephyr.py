@@ -31,7 +31,6 @@ armgen region name" and the overlay says so.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,16 +43,16 @@ from armgen.project.spec import PoolPlan, ProjectSpec, reads_input_file
 from armgen.workspace import OTHER_RELEASE_ENV, ZephyrRelease, load_manifest, zephyr_release
 
 
-def board_target(board: Board, release: ZephyrRelease) -> str:
+def board_target(board: Board, release: ZephyrRelease, *, development_tree: bool = False) -> str:
     """The board's Zephyr target in ``release``.
 
     A target the release's tag lacks (``zephyr.development_only`` of the board file: only development
-    trees after the tag have it) is refused unless ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; then
-    :func:`development_target_warning` says so.
+    trees after the tag have it) is refused unless ``development_tree`` (the CLI sets it from
+    ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``); then :func:`development_target_warning` says so.
 
     Raises:
         ProjectError: the board has no Zephyr support, or not in this release (naming the releases
-            that have it), or only in development trees of it and the override is not set.
+            that have it), or only in development trees of it and ``development_tree`` is not set.
     """
     if board.zephyr is None:
         raise ProjectError(f"board '{board.name}' has no Zephyr target", hint="use --rtos baremetal")
@@ -65,7 +64,7 @@ def board_target(board: Board, release: ZephyrRelease) -> str:
         )
     target = board.zephyr.target(release.name)
     note = board.zephyr.development_note(release.name)
-    if note is not None and os.environ.get(OTHER_RELEASE_ENV) != "1":
+    if note is not None and not development_tree:
         tagged = [r for r in board.zephyr.releases if board.zephyr.development_note(r) is None]
         raise ProjectError(
             f"board '{board.name}' is not in Zephyr {release.tag}: {note}",
@@ -309,14 +308,15 @@ class ZephyrPlacement:
         return zephyr_sram_region(board, self.facts, uses_npu, pools)
 
 
-def zephyr_placement(board: Board, release: str | None = None) -> ZephyrPlacement:
-    """``board`` in Zephyr ``release`` (None: the default release) for the spec stage.
+def zephyr_placement(board: Board, release: str | None = None, *, development_tree: bool = False) -> ZephyrPlacement:
+    """``board`` in Zephyr ``release`` (None: the default release) for the spec stage; ``development_tree``:
+    also a target only development trees of the release have (:func:`board_target`).
 
     Raises:
         ProjectError: unknown release; the board has no Zephyr target or is not in that release.
     """
     info = zephyr_release(release)
-    target = board_target(board, info)
+    target = board_target(board, info, development_tree=development_tree)
     return ZephyrPlacement(info, target, dts_facts(board, target))
 
 
