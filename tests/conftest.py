@@ -64,3 +64,25 @@ def pytest_collection_modifyitems(config, items):
             if marker.name in NEEDS and (why := _needs.reason(marker)) is not None:
                 item.add_marker(pytest.mark.skip(reason=why))
                 break
+    items[:] = costliest_files_first(items)
+
+
+#: A test file's place in the run by the costliest marker any of its tests carries: Zephyr builds (minutes
+#: each), then other firmware builds, then model exports, then the rest.
+COST_ORDER = ("needs_zephyr", "workspace", "slow")
+
+
+def costliest_files_first(items: list) -> list:
+    """``items`` with whole files reordered, the costliest first (:data:`COST_ORDER`), collection order kept
+    otherwise. pytest-xdist (``--dist loadfile --no-loadscope-reorder``, pyproject's addopts) hands files to the
+    two workers in this order, so the long Zephyr files start at once instead of last (xdist's own order is by
+    number of tests, which puts them at the end) and the many short files fill in at the end of the run."""
+    rank: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        path = item.nodeid.split("::", 1)[0]
+        first.setdefault(path, index)
+        names = {m.name for m in item.iter_markers()}
+        cost = next((i for i, name in enumerate(COST_ORDER) if name in names), len(COST_ORDER))
+        rank[path] = min(rank.get(path, cost), cost)
+    return sorted(items, key=lambda item: (rank[p := item.nodeid.split("::", 1)[0]], first[p]))
