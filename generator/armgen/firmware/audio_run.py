@@ -31,8 +31,8 @@ from armgen.firmware.console_protocol import parse_firmware_output
 from armgen.firmware.faults import check_run
 from armgen.firmware.host_io import output_array
 from armgen.firmware.qemu import SYSTICK_HZ, instructions_from_ticks, run_qemu
-from armgen.firmware.run import UNTRAINED_NOTE, quality_finding
-from armgen.firmware.run_report import LSB_TOLERANCE, Finding, OutputCheck, compare_outputs
+from armgen.firmware.run import quality_finding
+from armgen.firmware.run_report import LSB_TOLERANCE, UNTRAINED_NOTE, Finding, OutputCheck, compare_outputs
 from armgen.model.frontend import MfccFrontend
 from armgen.model.program_report import ProgramReport
 from armgen.model.reference import float_model_outputs, reference_outputs

@@ -48,6 +48,7 @@ from armgen.firmware.host_io import alternate_inputs, input_bytes, output_array,
 from armgen.firmware.qemu import SYSTICK_HZ, QemuRun, instructions_from_ticks, run_qemu
 from armgen.firmware.run_report import (
     LSB_TOLERANCE,
+    UNTRAINED_NOTE,
     Finding,
     OutputCheck,
     RunReport,
@@ -65,10 +66,6 @@ from armgen.model.reference import (
     reference_outputs,
     reference_program,
 )
-
-#: What a run of a sample compiled without trained weights says (the check passes, the labels mean nothing).
-UNTRAINED_NOTE = ("the model's weights are UNTRAINED (fixed-seed): the outputs match the reference but mean "
-                  "nothing; regenerate with trained weights (`armgen weights fetch`, ARMGEN_MLPERF_DIR or --weights)")
 
 
 def _one_run(

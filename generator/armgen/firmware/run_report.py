@@ -44,6 +44,11 @@ class Finding:
 #: The words every output-mismatch finding of :func:`compare_outputs` holds; :func:`is_mismatch` reads them.
 MISMATCH = "differs from the reference"
 
+#: What every run (QEMU, audio, TOSA reference) of a sample compiled without trained weights says (the check
+#: passes, the labels mean nothing).
+UNTRAINED_NOTE = ("the model's weights are UNTRAINED (fixed-seed): the outputs match the reference but mean "
+                  "nothing; regenerate with trained weights (`armgen weights fetch`, ARMGEN_MLPERF_DIR or --weights)")
+
 
 def is_mismatch(f: Finding) -> bool:
     """True for an error finding that an output differs from the reference by more than the tolerance."""

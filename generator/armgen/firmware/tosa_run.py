@@ -40,7 +40,14 @@ import numpy as np
 
 from armgen.errors import ModelError, RunError
 from armgen.firmware.host_io import alternate_inputs, quantize_input
-from armgen.firmware.run_report import LSB_TOLERANCE, Finding, OutputCheck, compare_outputs, is_mismatch
+from armgen.firmware.run_report import (
+    LSB_TOLERANCE,
+    UNTRAINED_NOTE,
+    Finding,
+    OutputCheck,
+    compare_outputs,
+    is_mismatch,
+)
 from armgen.model.exact_reference import Cause, explain_reference
 from armgen.model.npu_host import dequantized_inputs, float_model_outputs, host_program_files, run_host_program
 from armgen.model.program_report import ProgramReport
@@ -277,6 +284,8 @@ def run_on_tosa_reference(
     """
     _, tosa = host_program_files(report, report_dir)
     findings: list[Finding] = []
+    if report.untrained_weights:
+        findings.append(Finding("warning", "weights", UNTRAINED_NOTE))
     q_in, f_in, ref, source, ref_source = _main_input(report, report_dir, inputs, input_source)
     outs = run_host_program(report, report_dir, q_in)
     checks, out_findings = compare_outputs(outs, ref, report.outputs)
