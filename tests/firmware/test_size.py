@@ -1032,7 +1032,8 @@ def test_real_zephyr_image(tmp_path: Path) -> None:
     """The Zephyr 3.7 image of a generated project sizes within budget, every byte named."""
     src = REAL_ZEPHYR_PROJECT
     if src is None:
-        pytest.skip("ARMGEN_SIZE_ZEPHYR_PROJECT names no built Zephyr project (tests/firmware/test_zephyr_firmware.py sizes its own)")
+        pytest.skip("ARMGEN_SIZE_ZEPHYR_PROJECT is not set: set it to a Zephyr project built by armgen "
+                    "(tests/firmware/test_zephyr_firmware.py sizes its own)")
     elf, mapf = src / "build/zephyr/zephyr.elf", src / "build/zephyr/zephyr.map"
     if not ((src / "armgen.toml").is_file() and elf.is_file() and mapf.is_file()):
         pytest.skip(f"no built Zephyr project at {src} (set ARMGEN_SIZE_ZEPHYR_PROJECT to one built by armgen build)")
@@ -1206,7 +1207,8 @@ def test_real_project_report_matches_the_schema(tmp_path: Path, rtos: str) -> No
     """The report of a project armgen generated and built (bare metal, Zephyr) matches the schema."""
     var = _REAL_PROJECTS[rtos]
     if not os.environ.get(var):
-        pytest.skip(f"{var} names no built {rtos} project (armgen new ... --rtos {rtos}, then armgen build)")
+        pytest.skip(f"{var} is not set: set it to a {rtos} project built by armgen (armgen new ... --rtos {rtos}, "
+                    "then armgen build)")
     src = Path(os.environ[var])
     record_path = src / "armgen.toml"
     record = tomllib.loads(record_path.read_text()) if record_path.is_file() else {}

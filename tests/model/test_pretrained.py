@@ -27,7 +27,8 @@ def _site_dir() -> Path:
     folder = _SITE
     if folder is None or not (folder / pretrained.WEIGHTS["kws"].file).is_file():
         pytest.skip("no trained MLPerf Tiny files to serve: ARMGEN_MLPERF_DIR is not set (and no ../shared "
-                    "beside the checkout)")
+                    "beside the checkout); `armgen weights fetch` downloads them, then point ARMGEN_MLPERF_DIR at "
+                    "its cache folder (armgen weights list shows it)")
     return folder
 
 

@@ -17,7 +17,9 @@ litert = pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-liter
 def _weights(name):
     folder = mlperf_dir()
     if folder is None:
-        pytest.skip("no trained MLPerf Tiny weights: ARMGEN_MLPERF_DIR is not set (and no ../shared beside the checkout)")
+        pytest.skip("no trained MLPerf Tiny weights: ARMGEN_MLPERF_DIR is not set (and no ../shared beside the "
+                    "checkout); `armgen weights fetch` downloads them, then point ARMGEN_MLPERF_DIR at its cache "
+                    "folder (armgen weights list shows it)")
     path = folder / sample_module(name).WEIGHTS_FILE
     if not path.is_file():
         pytest.skip(f"{path} not available")
