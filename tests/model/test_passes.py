@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from _programs import armgen
+from _programs import armgen, compile_result
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -111,9 +111,7 @@ def test_one_channel_depthwise_becomes_a_convolution_without_mve(cpu, convs, dep
     """kws's first layer (1 input channel, 64 filters): a regular convolution on the M4 (CMSIS-NN's
     DSP depthwise path is the slow generic one), upstream's depthwise on the M55 (MVE kernel).
     Bit-exact on QEMU: tests/firmware/test_run.py runs kws on the M4 (qemu_mps2_an386) against the reference."""
-    from armgen.model.compile import compile_model
-
-    report = compile_model("kws", cpu, out_dir=tmp_path).report
+    report = compile_result("kws", cpu).report  # the session's compile (tests/_programs.py)
     calls = {o.name: o.calls for o in report.operators}
     assert calls["cortex_m::quantized_conv2d"] == convs
     assert calls["cortex_m::quantized_depthwise_conv2d"] == depthwise
@@ -170,10 +168,9 @@ def test_strided_one_channel_convolution_reads_pairs_of_pixels(tmp_path):
     weight bytes as 10x2 taps of 2 channels, stride (2, 1), no horizontal padding. The lowered
     program the host reference runs keeps upstream's geometry. Bit-exact on QEMU:
     test_kws_on_the_m4_is_bit_exact_and_below_tflm below and tests/firmware/test_run.py (trained weights)."""
-    from armgen.model.compile import compile_model
     from armgen.model.lowered_program import load_lowered_program
 
-    result = compile_model("kws", "cortex-m4", out_dir=tmp_path)
+    result = compile_result("kws", "cortex-m4")
     x, order, w, stride, padding = _first_conv_call(result.pte_path.read_bytes())
     assert (x, order) == ([1, 2, 50, 6], [0, 2, 3, 1])
     assert (w, stride, padding) == ([64, 10, 2, 2], [2, 1], [4, 0])
@@ -200,10 +197,9 @@ def test_trailing_pads_are_folded_into_the_convolutions(tmp_path):
     left in the emitted program; the first convolution reads the 96x96x3 program input itself, with
     no top/left padding (CMSIS-NN reads the missing last row and column as the zero point). The
     lowered program the host reference runs keeps its pads. Bit-exact on QEMU: tests/firmware/test_run.py."""
-    from armgen.model.compile import compile_model
     from armgen.model.lowered_program import load_lowered_program
 
-    result = compile_model("vww", "cortex-m55", out_dir=tmp_path)
+    result = compile_result("vww", "cortex-m55")
     calls = {o.name: o.calls for o in result.report.operators}
     assert "cortex_m::pad" not in calls
     x, order, _w, stride, padding = _first_conv_call(result.pte_path.read_bytes())

@@ -25,10 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from _programs import config_lines, program
+from _programs import compile_result, config_lines, program
 from armgen.boards import load_board
 from armgen.errors import ProjectError, WorkspaceError
-from armgen.model.compile import compile_model
 from armgen.model.method_allocator import operator_lookup_scratch
 from armgen.paths import MODULES_DIR, workspace_dir
 from armgen.project import zephyr
@@ -44,13 +43,10 @@ UPSTREAM_MV2_TOP = {"CMakeLists.txt", "Kconfig", "README.md", "boards", "prj.con
 
 # ---- fixtures -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def programs(tmp_path_factory):
-    """kws compiled for the three boards' targets: {target: CompileResult}."""
-    out = {}
-    for target, cpu in (("ethos-u55-256", "cortex-m55"), ("ethos-u55-128", "cortex-m55"), ("cortex-m7", None)):
-        d = tmp_path_factory.mktemp(target)
-        out[target] = compile_model("kws", target, out_dir=d, cpu=cpu)
-    return out
+def programs():
+    """kws compiled for the three boards' targets (the Ethos-U ones with the default Cortex-M55), from the
+    session's compile cache (tests/_programs.py): {target: CompileResult}."""
+    return {target: compile_result("kws", target) for target in ("ethos-u55-256", "ethos-u55-128", "cortex-m7")}
 
 
 BOARD_TARGET = {"alif_e8": "ethos-u55-256", "corstone_300": "ethos-u55-128", "nucleo_h743zi": "cortex-m7"}

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from _narrow import present
-from _programs import config_lines
+from _programs import compile_result, config_lines
 from armgen.boards import load_board
 from armgen.paths import MODULES_DIR
 from armgen.project import zephyr
@@ -281,26 +281,17 @@ def test_imported_zephyr_projects_exist_in_zephyrs_manifest():
 
 # ---- generated projects -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def projects(tmp_path_factory):
-    """{board file: (spec, {path: bytes}, Zephyr target)}; kws compiled once per NPU configuration."""
-    from armgen.model.compile import CompileResult, compile_model
+def projects():
+    """{board file: (spec, {path: bytes}, Zephyr target)}; kws compiled once per test run for each board's NPU
+    settings (the session's compile cache, tests/_programs.py, shared with the other files' tests)."""
     from armgen.project.render import render_project
     from armgen.project.spec import make_spec
     from armgen.project.zephyr import zephyr_placement
 
-    compiled: dict[tuple, CompileResult] = {}
     out = {}
     for name in GENERATED:
         board = load_board(name)
-        npu = present(board.npu)
-        key = (npu.vela_accelerator, board.cpu.et_target, npu.vela_system_config, npu.vela_memory_mode, npu.vela_config_file)
-        if key not in compiled:
-            compiled[key] = compile_model(
-                "kws", npu.vela_accelerator, out_dir=tmp_path_factory.mktemp(npu.vela_accelerator),
-                cpu=board.cpu.et_target, system_config=npu.vela_system_config,
-                memory_mode=npu.vela_memory_mode, vela_config_file=npu.vela_config_file,
-            )
-        res = compiled[key]
+        res = compile_result("kws", present(board.npu).vela_accelerator, name)
         spec = make_spec(
             res.report, board, name="kws", pte_path=res.pte_path, report_path=res.report_path,
             board_ref=name, rtos="zephyr", zephyr=zephyr_placement(board),
