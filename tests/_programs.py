@@ -141,6 +141,26 @@ def workspace_missing() -> str | None:
     return missing()
 
 
+#: Rich's colour codes, removed before a test reads the CLI's output.
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def ok(result: subprocess.CompletedProcess, what: str) -> str:
+    """The command's output (colour codes removed); fails the test with its tail unless it exited 0."""
+    out = ANSI.sub("", result.stdout + result.stderr)
+    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{out[-3000:]}"
+    return out
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    """The `armgen: error:` line of a failed command (exit 2, no traceback)."""
+    err = ANSI.sub("", result.stderr)
+    assert result.returncode == 2 and "Traceback" not in err, err[-2000:]
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("armgen: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
 def armgen(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real `armgen` CLI (the installed entry point) and capture its output."""
     exe = Path(sys.executable).with_name("armgen")

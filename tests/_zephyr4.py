@@ -27,37 +27,19 @@ ones run ``armgen new kws`` end to end.
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from _programs import armgen, compile_result
+from _programs import armgen, compile_result, ok
 from armgen.workspace import find_zephyr_workspace
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MODELS = Path(__file__).parent / "models"
 RELEASE = "4.1"
 
 needs_zephyr4 = pytest.mark.needs_zephyr(release=RELEASE)
 WS = find_zephyr_workspace(RELEASE)  # where the needs_zephyr marker found it (tests/_needs.py)
-
-
-def ok(result, what: str) -> str:
-    """The command's output (colour codes removed); fails the test with its tail unless it exited 0."""
-    out = ANSI.sub("", result.stdout + result.stderr)
-    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{out[-3000:]}"
-    return out
-
-
-def one_error_line(result) -> str:
-    """The `armgen: error:` line of a failed command (exit 2, no traceback)."""
-    err = ANSI.sub("", result.stderr)
-    assert result.returncode == 2 and "Traceback" not in err, err[-2000:]
-    lines = [ln for ln in err.strip().splitlines() if ln.startswith("armgen: error:")]
-    assert len(lines) == 1, err
-    return lines[0]
 
 
 def program_pte(sample: str, target: str, board: str | None = None) -> str:

@@ -75,7 +75,7 @@ COST_ORDER = ("needs_zephyr", "workspace", "slow")
 def costliest_files_first(items: list) -> list:
     """``items`` with whole files reordered, the costliest first (:data:`COST_ORDER`), collection order kept
     otherwise. pytest-xdist (``--dist loadfile --no-loadscope-reorder``, pyproject's addopts) hands files to the
-    two workers in this order, so the long Zephyr files start at once instead of last (xdist's own order is by
+    workers in this order, so the long Zephyr files start at once instead of last (xdist's own order is by
     number of tests, which puts them at the end) and the many short files fill in at the end of the run."""
     rank: dict[str, int] = {}
     first: dict[str, int] = {}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from _narrow import present
-from _programs import armgen, compiled
+from _programs import ANSI, armgen, compiled
 from armgen.boards import load_board
 from armgen.errors import BuildError
 from armgen.firmware.build import TOOLCHAIN_PACKAGES, build_project
@@ -29,8 +29,6 @@ from armgen.model.method_allocator import operator_lookup_scratch
 from armgen.project.record import load_project
 from armgen.project.render import render_project, write_project
 from armgen.project.spec import make_spec
-
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _new(tmp: Path, sample: str, target: str, board: str) -> Path:

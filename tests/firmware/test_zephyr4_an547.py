@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from _programs import armgen
-from _zephyr4 import WS, needs_zephyr4, new, ok, one_error_line, program_pte, size
+from _programs import armgen, ok, one_error_line
+from _zephyr4 import WS, needs_zephyr4, new, program_pte, size
 from armgen.workspace import OTHER_RELEASE_ENV, Workspace, zephyr_tree_version
 
 

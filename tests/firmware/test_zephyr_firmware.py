@@ -12,16 +12,14 @@ kernel registration and the pools). The STM32F4 application is a clean build of 
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from _programs import armgen
+from _programs import ANSI, armgen, ok
 from armgen.firmware.size import validate_report
 
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MODELS = Path(__file__).parents[1] / "models"
 RELEASE = "3.7"
 
@@ -41,14 +39,8 @@ def _record_only_project(tmp_path: Path, release: str, target: str) -> tuple[Pat
     return proj, record
 
 
-def _ok(result, what: str) -> str:
-    out = ANSI.sub("", result.stdout + result.stderr)
-    assert result.returncode == 0, f"{what} failed ({result.returncode}):\n{out[-3000:]}"
-    return out
-
-
 def _new(out: Path, model: str, board: str = "qemu_mps3_an547", name: str = "zapp") -> Path:
-    _ok(armgen("new", name, "--model", model, "--board", board, "--rtos", "zephyr", "--zephyr-release", RELEASE,
+    ok(armgen("new", name, "--model", model, "--board", board, "--rtos", "zephyr", "--zephyr-release", RELEASE,
                "--out", str(out), "--force"), f"armgen new --model {model}")
     return out / name
 
@@ -56,7 +48,7 @@ def _new(out: Path, model: str, board: str = "qemu_mps3_an547", name: str = "zap
 def _run_checked(project: Path) -> dict:
     """`armgen run --json` of a Zephyr project: the Zephyr image ran, 0 LSB from the reference."""
     r = armgen("run", str(project), "--json")
-    _ok(r, "armgen run")
+    ok(r, "armgen run")
     report = json.loads(r.stdout)
     assert report["firmware"] == "zephyr" and report["zephyr_board"] == "mps3/an547"
     # armgen run's own variant (reads input.bin); the product image build/zephyr/zephyr.elf does not
@@ -77,7 +69,7 @@ def _run_checked(project: Path) -> dict:
 def _size_checked(project: Path) -> dict:
     """`armgen size --json` exits 0 on a Zephyr image: pools, stacks and the kernel attributed, parts add up."""
     r = armgen("size", str(project), "--json")
-    _ok(r, "armgen size")
+    ok(r, "armgen size")
     data = json.loads(r.stdout)
     validate_report(data, f"armgen size --json of {project}")  # the size report schema, on a real Zephyr image
     assert data["within_budget"] and not data["violations"]
@@ -105,7 +97,7 @@ def zapp(tmp_path_factory) -> Path:
 @needs_zephyr
 def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     project = _new(zapp, "kws")
-    out = _ok(armgen("build", str(project)), "armgen build")
+    out = ok(armgen("build", str(project)), "armgen build")
     assert "west build" not in out or "error" not in out
     elf = project / "build" / "zephyr" / "zephyr.elf"
     assert elf.is_file() and (project / "build" / "zephyr" / "zephyr.map").is_file()
@@ -123,7 +115,7 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     # Nothing changed: west is not handed CMake arguments again, so CMake does not re-run and nothing
     # relinks (it relinked on every call: about 30 s of each `armgen run`). Through the CLI, as a user
     # runs it (the Python path is one of the CMake arguments).
-    _ok(armgen("build", str(project)), "armgen build (nothing changed)")
+    ok(armgen("build", str(project)), "armgen build (nothing changed)")
     log = (project / "build" / "armgen-build.log").read_text()
     assert "generating a build system" not in log and "Linking" not in log, log[-2000:]
 
@@ -134,7 +126,7 @@ def test_ad_rebuilds_incrementally_and_runs_bit_exact(zapp):
     if not (zapp / "zapp" / "build" / "zephyr" / "zephyr.elf").is_file():
         pytest.skip("needs the kws build of test_kws_builds_sizes_and_runs_bit_exact")
     project = _new(zapp, "ad")
-    _ok(armgen("build", str(project)), "armgen build (incremental)")
+    ok(armgen("build", str(project)), "armgen build (incremental)")
     _size_checked(project)
     _run_checked(project)
 
@@ -156,7 +148,7 @@ def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
     the board is silicon; its stand-in, mps2/an386, is not in Zephyr 3.7)."""
     project = _new(tmp_path, str(MODELS / "mlp.py"), board="stm32f4_disco", name="mlp")
     r = armgen("build", str(project))
-    out = _ok(r, "armgen build stm32f4_disco")
+    out = ok(r, "armgen build stm32f4_disco")
     assert (project / "build" / "zephyr" / "zephyr.elf").is_file()
     config = (project / "build" / "zephyr" / ".config").read_text()
     assert "CONFIG_SOC_STM32F407XG=y" in config and "CONFIG_HAS_STM32CUBE=y" in config

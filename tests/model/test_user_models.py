@@ -3,7 +3,6 @@ and --calibration."""
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -12,12 +11,11 @@ import pytest
 import torch
 from torch import nn
 
-from _programs import armgen
+from _programs import ANSI, armgen
 from armgen.errors import ModelError
 from armgen.model.layer_support import check_layers
 
 MODELS = Path(__file__).parents[1] / "models"
-ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 GRU_MODEL = '''
 import torch
