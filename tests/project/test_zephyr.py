@@ -130,7 +130,8 @@ def test_config_symbols_are_declared(projects, board):
 def test_executorch_kconfig_half(projects):
     et = _et_zephyr_kconfig()
     if et is None:
-        pytest.skip(f"no armgen workspace with ExecuTorch at {workspace_dir()}: ExecuTorch's zephyr/Kconfig not checked")
+        pytest.skip(f"no armgen workspace with ExecuTorch at {workspace_dir()}: ExecuTorch's zephyr/Kconfig not "
+                    "checked (armgen workspace init)")
     syms = _kconfig_symbols(et.read_text())
     _, files = projects["alif_e8"]
     used = config_lines(_text(files, "prj.conf"))
