@@ -95,7 +95,8 @@ function(armgen_selected_ops_lib lib_name yaml_kind yaml kernel_lib)
   set_property(TARGET ${lib_name} PROPERTY INTERFACE_LINK_OPTIONS "")
 endfunction()
 
-# cortex_m kernels (CMSIS-NN): only the sources this program's ops live in (op_dequantize_per_tensor.cpp, op_quantize_per_tensor.cpp, op_quantized_avg_pool2d.cpp, op_quantized_conv2d.cpp, op_quantized_depthwise_conv2d.cpp, op_quantized_linear.cpp, op_softmax.cpp).
+# cortex_m kernels (CMSIS-NN): only the sources this program's ops live in (op_dequantize_per_tensor.cpp, op_quantize_per_tensor.cpp, op_quantized_avg_pool2d.cpp, op_quantized_conv2d.cpp, op_quantized_depthwise_conv2d.cpp, op_quantized_linear.cpp, op_softmax.cpp),
+# not the backend's whole cortex_m_kernels library.
 set(ARMGEN_CORTEX_M_SOURCES op_dequantize_per_tensor.cpp op_quantize_per_tensor.cpp op_quantized_avg_pool2d.cpp op_quantized_conv2d.cpp op_quantized_depthwise_conv2d.cpp op_quantized_linear.cpp op_softmax.cpp)
 set(_armgen_cortex_m_srcs)
 set(_armgen_cortex_m_all_found TRUE)
