@@ -34,8 +34,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from executorch.exir._serialize._program import deserialize_pte_binary
-from executorch.exir.scalar_type import ScalarType
 
 from _programs import FIXTURE_PROGRAMS, FIXTURE_ROLES, FIXTURES_DIR, compile_fixture, fixture_files, program
 from armgen.model.inspect_program import report_from_pte_bytes
@@ -114,10 +112,9 @@ def _npz_difference(fresh: bytes, committed: bytes) -> str | None:
     return None
 
 
-#: numpy element types of the constant tensors a program holds (ExecuTorch's ScalarType numbering).
-_NUMPY_DTYPE = {ScalarType.BYTE: np.uint8, ScalarType.CHAR: np.int8, ScalarType.SHORT: np.int16,
-                ScalarType.INT: np.int32, ScalarType.LONG: np.int64, ScalarType.FLOAT: np.float32,
-                ScalarType.DOUBLE: np.float64}
+#: numpy element types of the constant tensors a program holds, by ExecuTorch's ScalarType numbering
+#: (executorch.exir.scalar_type: BYTE 0, CHAR 1, SHORT 2, INT 3, LONG 4, FLOAT 6, DOUBLE 7).
+_NUMPY_DTYPE = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 6: np.float32, 7: np.float64}
 
 
 def _close(fresh: float, committed: float, scale: float) -> bool:
@@ -148,6 +145,9 @@ def _pte_difference(fresh: bytes, committed: bytes) -> str | None:
     (``executorch.exir._serialize._program.deserialize_pte_binary``): the same length; constant tensors
     element by element within NUMBER_RTOL of the tensor's largest magnitude (int8 weights: exact); delegate
     payloads of the same length; everything else by :func:`_tree_difference`."""
+    # Imported here: ExecuTorch's exir takes seconds to import, and the fast tier collects this module.
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
     if len(fresh) != len(committed):
         return f"{len(fresh)} B, committed {len(committed)} B"
     a, b = deserialize_pte_binary(fresh).program, deserialize_pte_binary(committed).program
@@ -159,7 +159,7 @@ def _pte_difference(fresh: bytes, committed: bytes) -> str | None:
             tensor = value.val
             if type(tensor).__name__ != "Tensor" or not tensor.data_buffer_idx or tensor.allocation_info is not None:
                 continue
-            index, dtype = tensor.data_buffer_idx, _NUMPY_DTYPE.get(tensor.scalar_type)
+            index, dtype = tensor.data_buffer_idx, _NUMPY_DTYPE.get(int(tensor.scalar_type))
             x, y = (np.frombuffer(p.constant_buffer[index].storage, dtype or np.uint8) for p in (a, b))
             if x.shape != y.shape:
                 return f"constant buffer {index}: {x.nbytes} B, committed {y.nbytes} B"

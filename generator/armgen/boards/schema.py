@@ -42,7 +42,9 @@ def read_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise BoardError(f"cannot read board file {path}: {exc}") from None
     try:
-        return yaml.safe_load(raw)
+        # libyaml's parser when PyYAML was built with it (Debian's and PyPI's wheels are): the same safe
+        # loader, about 10x faster on the 13 board files (0.25 -> 0.024 s), read by every armgen command.
+        return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
