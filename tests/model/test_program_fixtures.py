@@ -117,10 +117,6 @@ def _npz_difference(fresh: bytes, committed: bytes) -> str | None:
 _NUMPY_DTYPE = {0: np.uint8, 1: np.int8, 2: np.int16, 3: np.int32, 4: np.int64, 6: np.float32, 7: np.float64}
 
 
-def _close(fresh: float, committed: float, scale: float) -> bool:
-    return abs(fresh - committed) <= NUMBER_RTOL * abs(scale)
-
-
 def _tree_difference(fresh, committed, where: str) -> str | None:
     """Where two deserialized program trees differ beyond float rounding: types, lengths, bytes, strings and
     enums exact; ints and floats within NUMBER_RTOL of the committed value."""
@@ -136,21 +132,22 @@ def _tree_difference(fresh, committed, where: str) -> str | None:
         return next((d for i, (a, b) in enumerate(zip(fresh, committed, strict=True))
                      if (d := _tree_difference(a, b, f"{where}[{i}]"))), None)
     if isinstance(committed, (int, float)) and not isinstance(committed, (bool, enum.Enum)):
-        return None if fresh == committed or _close(fresh, committed, committed) else f"{where}: {fresh} != {committed}"
+        close = abs(fresh - committed) <= NUMBER_RTOL * abs(committed)
+        return None if close else f"{where}: {fresh} != {committed}"
     return None if fresh == committed else f"{where}: differs"
 
 
 def _pte_difference(fresh: bytes, committed: bytes) -> str | None:
-    """Where two .pte files differ beyond float rounding, read with ExecuTorch's deserializer
-    (``executorch.exir._serialize._program.deserialize_pte_binary``): the same length; constant tensors
-    element by element within NUMBER_RTOL of the tensor's largest magnitude (int8 weights: exact); delegate
-    payloads of the same length; everything else by :func:`_tree_difference`."""
-    # Imported here: ExecuTorch's exir takes seconds to import, and the fast tier collects this module.
-    from executorch.exir._serialize._program import deserialize_pte_binary
+    """Where two .pte files differ beyond float rounding, read with armgen's reader of ExecuTorch's deserializer
+    (:func:`armgen.model.pte_reader.deserialized_program`): the same length; constant tensors element by element
+    within NUMBER_RTOL of the tensor's largest magnitude (int8 weights: exact); delegate payloads of the same
+    length; everything else by :func:`_tree_difference`. The two programs are compared, not modified (the reader
+    caches them): what was checked here is blanked in copies."""
+    from armgen.model.pte_reader import deserialized_program
 
     if len(fresh) != len(committed):
         return f"{len(fresh)} B, committed {len(committed)} B"
-    a, b = deserialize_pte_binary(fresh).program, deserialize_pte_binary(committed).program
+    a, b = deserialized_program(fresh), deserialized_program(committed)
     if len(a.constant_buffer) != len(b.constant_buffer) or len(a.backend_delegate_data) != len(b.backend_delegate_data):
         return "constant buffers or delegates: not as many"
     checked: set[int] = set()
@@ -163,19 +160,25 @@ def _pte_difference(fresh: bytes, committed: bytes) -> str | None:
             x, y = (np.frombuffer(p.constant_buffer[index].storage, dtype or np.uint8) for p in (a, b))
             if x.shape != y.shape:
                 return f"constant buffer {index}: {x.nbytes} B, committed {y.nbytes} B"
-            if dtype is None and not np.array_equal(x, y):
-                return f"constant buffer {index} ({tensor.scalar_type.name}): differs"
-            big = float(np.abs(y.astype(np.float64)).max(initial=0.0))
-            if dtype is not None and not _close(float(np.abs(x.astype(np.float64) - y).max(initial=0.0)), 0.0, big):
+            if dtype is None:
+                if not np.array_equal(x, y):
+                    return f"constant buffer {index} ({tensor.scalar_type.name}): differs"
+            elif np.abs(x.astype(np.float64) - y).max(initial=0.0) > NUMBER_RTOL * np.abs(y.astype(np.float64)).max(initial=0.0):
                 return f"{plan.name} value {i}: constant tensor ({tensor.scalar_type.name}) beyond float rounding"
             checked.add(index)
-    for index in checked:
-        a.constant_buffer[index].storage = b.constant_buffer[index].storage
     for x, y in zip(a.backend_delegate_data, b.backend_delegate_data, strict=True):
         if len(x.data) != len(y.data):
             return f"delegate payload: {len(x.data)} B, committed {len(y.data)} B"
-        x.data = y.data
-    return _tree_difference(a, b, "program")
+
+    def rest(program):
+        """The program with the constant tensors checked above and the delegate payloads blanked (a copy)."""
+        return dataclasses.replace(
+            program,
+            constant_buffer=[dataclasses.replace(buf, storage=b"") if n in checked else buf
+                             for n, buf in enumerate(program.constant_buffer)],
+            backend_delegate_data=[dataclasses.replace(d, data=b"") for d in program.backend_delegate_data])
+
+    return _tree_difference(rest(a), rest(b), "program")
 
 
 def _difference(role: str, fresh: Path, committed: Path) -> str | None:
