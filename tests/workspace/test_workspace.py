@@ -85,7 +85,7 @@ def test_manifest_parses_with_west_and_pins_what_the_issue_says():
     assert pins["flatbuffers"].revision == "595bf0007ab1929570c7671f091313c8fc20644e"
     assert pins["flatcc"].path == "modules/lib/executorch/third-party/flatcc"
     assert pins["flatcc"].revision == "896db54787e8b730a6be482c69324751f3f5f117"
-    assert pins["cmsis-nn"].revision == "dbf45dbfcc515421dd6099037d3e2637b90748c8"
+    assert pins["cmsis-nn"].revision == "4a8f5b5de3ab7857c9b5e56a6efdc6e63220feb6"
     assert (pins["cmsis-nn"].owner, pins["cmsis-nn"].repo) == ("ARM-software", "CMSIS-NN")
     assert pins["cmsis_6"].path == "modules/hal/cmsis_6"
     assert (pins["hal_ethos_u"].owner, pins["hal_ethos_u"].path) == ("zephyrproject-rtos", "modules/hal/ethos_u")
@@ -286,7 +286,7 @@ def test_real_init_checks_out_the_bare_metal_set(real_workspace):
     by_name = {p.name: p for p in st.projects}
     for name in BARE_METAL:
         assert by_name[name].present and by_name[name].size_bytes > 0
-    assert by_name["cmsis-nn"].commit == "dbf45dbfcc515421dd6099037d3e2637b90748c8"
+    assert by_name["cmsis-nn"].commit == "4a8f5b5de3ab7857c9b5e56a6efdc6e63220feb6"
     assert not by_name["zephyr"].active and not (ws.root / "zephyr").exists()
     # sparse: no examples/ or docs/ (where the mirror's missing 4 MiB+ blobs live)
     assert not (ws.executorch_dir / "examples").exists() and not (ws.executorch_dir / "docs").exists()
