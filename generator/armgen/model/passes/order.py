@@ -42,6 +42,7 @@ from executorch.backends.transforms.remove_clone_ops import RemoveCloneOpsTransf
 from armgen.model import compact_program as compaction
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 from armgen.model.passes.fold_pad_into_conv import fold_pads_into_convolutions
+from armgen.model.passes.layout_for_kernels import LayoutForKernelsPass
 from armgen.model.passes.remove_noop_pad import RemoveNoOpPadPass
 from armgen.model.passes.single_channel_depthwise_to_conv import SingleChannelDepthwiseToConvPass
 from armgen.model.passes.strided_conv_width_to_channels import regroup_strided_conv_inputs
@@ -73,6 +74,8 @@ AFTER_CORTEX_M_PASSES: tuple[type, ...] = (
     # Drops the cortex_m::pad nodes upstream's lowering leaves with all-zero padding: after it.
     # Independent of the pass above (it touches no convolution).
     RemoveNoOpPadPass,
+    # Last: it reads the kernels the passes above leave (a pad removed is one layout-aware kernel fewer).
+    LayoutForKernelsPass,
 )
 
 #: The out-variant graph ``to_executorch`` is about to plan, on its tensor specs, inside ExecuTorch's
