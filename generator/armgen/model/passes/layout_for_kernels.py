@@ -17,7 +17,9 @@ This pass runs last on the lowered Cortex-M program and, per kernel call, by wha
 * **channels-last kernels** (CMSIS-NN convolutions and pools, :data:`CHANNELS_LAST`): a 4-D activation
   input not laid out NHWC is copied to NHWC first;
 * **element-wise kernels** (:data:`ELEMENTWISE`): left alone while every tensor argument has the
-  output's shape (or one element) and its layout; otherwise, like a layout-blind kernel;
+  output's shape (or one element) and its layout, except that a portable kernel's tensors of the
+  output's rank must also carry its dim order (``tensors_have_same_dim_order``: a 1x1x1x1 constant
+  beside NHWC tensors is copied to NHWC); otherwise, like a layout-blind kernel;
 * **kernels that honour the dim order** (:data:`DIM_ORDER_AWARE`): left alone;
 * **every other kernel** (layout-blind): each input not laid out contiguously is copied to a contiguous
   tensor first, and an output the graph wants in another layout is written contiguously and copied
@@ -111,24 +113,54 @@ def _tensor_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
+#: Tensor arguments that are data, for kernels whose other tensor arguments are tables laid out for
+#: the kernel (``quantized_activation``'s 256-entry lookup table): how many come first.
+DATA_ARGS = {"cortex_m::quantized_activation": 1}
+
+
+def _data_inputs(name: str, node: torch.fx.Node) -> list[torch.fx.Node]:
+    found = _tensor_inputs(node)
+    return found[:DATA_ARGS[name]] if name in DATA_ARGS else found
+
+
 def _kind(name: str, node: torch.fx.Node) -> str:
-    """``channels_last``, ``aware`` or ``contiguous``: what the kernel of ``node`` needs."""
+    """``channels_last``, ``elementwise``, ``aware`` or ``contiguous``: what the kernel of ``node`` needs."""
     if name in CHANNELS_LAST:
         return "channels_last"
     if name in DIM_ORDER_AWARE:
         return "aware"
     out = _tensor(node)
     if name in ELEMENTWISE and out is not None:
-        ins = [t for t in (_tensor(a) for a in _tensor_inputs(node)) if t is not None and t.numel() != 1]
-        if all(tuple(t.shape) == tuple(out.shape) for t in ins):
+        ins = [t for t in (_tensor(a) for a in _data_inputs(name, node)) if t is not None]
+        if all(tuple(t.shape) == tuple(out.shape) or t.numel() == 1 for t in ins):
             order = physical_order(out)
-            if all(physical_order(t) == order for t in ins):
-                return "aware"
+            if all(physical_order(t) == order for t in ins if t.numel() != 1):
+                relabel = [t for t in ins if t.dim() == out.dim() and _dim_order(t) != _dim_order(out)]
+                if name.startswith("aten::") and relabel:
+                    # A portable kernel wants one dim order label on all of them (tensors_have_same_dim_order),
+                    # and a one-element constant cannot be labelled NHWC (the emitter reads the label from
+                    # strides, which tie): all of them contiguous then.
+                    return "contiguous_by_label"
+                return "elementwise"
         elif name in ("cortex_m::quantized_add", "cortex_m::quantized_mul") and out.dim() == 4 and all(
             _is_channels_last(t) for t in ins + [out]
         ):
             return "aware"  # a channel broadcast on NHWC tensors, which the CMSIS-NN kernel does itself
     return "contiguous"
+
+
+def _laid_out(val: torch.Tensor, order: tuple[int, ...]) -> torch.Tensor:
+    """``val`` (a fake tensor) with the strides of dim order ``order``, so that the emitter, which reads
+    the dim order back from the strides (``exir.tensor.dim_order_from_stride``), writes ``order``."""
+    if val.numel() == 1:  # every stride is free: strictly falling along ``order``
+        stride = [0] * val.dim()
+        for rank, d in enumerate(order):
+            stride[d] = val.dim() - rank
+        return val.as_strided(val.shape, stride)
+    if val.dim() == 4 and order in (CHANNELS_LAST_ORDER, (0, 1, 2, 3)):  # PyTorch's own strides for size-1 axes
+        return val.clone(memory_format=torch.channels_last if order == CHANNELS_LAST_ORDER else torch.contiguous_format)
+    inverse = [order.index(d) for d in range(len(order))]
+    return val.permute(order).contiguous().permute(inverse)
 
 
 def _copy(graph: torch.fx.Graph, x: torch.fx.Node, order: tuple[int, ...], before: torch.fx.Node) -> torch.fx.Node:
@@ -137,18 +169,29 @@ def _copy(graph: torch.fx.Graph, x: torch.fx.Node, order: tuple[int, ...], befor
 
     val = _tensor(x)
     assert val is not None
-    fmt = torch.channels_last if order == CHANNELS_LAST_ORDER else torch.contiguous_format
     with graph.inserting_before(before):
         copy = graph.call_function(
             exir_ops.edge.dim_order_ops._to_dim_order_copy.default, (x,), {"dtype": val.dtype, "dim_order": list(order)}
         )
     copy.meta = {k: v for k, v in x.meta.items() if k not in ("val", "tensor_meta")}
-    copy.meta["val"] = val.clone(memory_format=fmt)
+    copy.meta["val"] = _laid_out(val, order)
     return copy
 
 
 class LayoutForKernelsPass(PassBase):
     """Insert dim-order copies where a kernel would index a tensor in another layout than it has."""
+
+    @staticmethod
+    def _wanted(kind: str, name: str, val: torch.Tensor, out: torch.Tensor | None) -> tuple[int, ...] | None:
+        """The dim order an input ``val`` must be copied to first, None when it can be read as it is."""
+        if kind == "channels_last":
+            return CHANNELS_LAST_ORDER if val.dim() == 4 and not _is_channels_last(val) else None
+        contiguous = tuple(range(val.dim()))
+        if kind == "contiguous":
+            return contiguous if val.dim() >= 2 and not _is_contiguous(val) else None
+        if kind == "contiguous_by_label":
+            return contiguous if val.numel() != 1 and _dim_order(val) != contiguous else None
+        return None  # element-wise: the bytes already line up
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         graph = graph_module.graph
@@ -161,20 +204,19 @@ class LayoutForKernelsPass(PassBase):
             if kind == "aware":
                 continue
             # A CMSIS-NN convolution's other tensors (weights in OHWI, bias, multipliers) are laid out for it.
-            for arg in _tensor_inputs(node)[:1] if kind == "channels_last" else _tensor_inputs(node):
+            args = _tensor_inputs(node)[:1] if kind == "channels_last" else _data_inputs(name, node)
+            for arg in args:
                 val = _tensor(arg)
                 assert val is not None
-                if kind == "channels_last" and val.dim() == 4 and not _is_channels_last(val):
-                    node.replace_input_with(arg, _copy(graph, arg, CHANNELS_LAST_ORDER, node))
-                    modified = True
-                elif kind == "contiguous" and val.dim() >= 2 and not _is_contiguous(val):
-                    node.replace_input_with(arg, _copy(graph, arg, tuple(range(val.dim())), node))
+                want = self._wanted(kind, name, val, _tensor(node))
+                if want is not None:
+                    node.replace_input_with(arg, _copy(graph, arg, want, node))
                     modified = True
             out = _tensor(node)
-            if kind == "contiguous" and out is not None and out.dim() >= 2 and not _is_contiguous(out):
+            if out is not None and kind != "channels_last" and self._wanted(kind, name, out, out) is not None:
                 users = list(node.users)
                 wanted = _dim_order(out)
-                node.meta["val"] = out.clone(memory_format=torch.contiguous_format)
+                node.meta["val"] = _laid_out(out, tuple(range(out.dim())))
                 back = _copy(graph, node, wanted, node.next)
                 back.meta["val"] = out
                 for user in users:
