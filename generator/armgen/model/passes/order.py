@@ -44,6 +44,7 @@ from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 from armgen.model.passes.fold_pad_into_conv import fold_pads_into_convolutions
 from armgen.model.passes.layout_for_kernels import LayoutForKernelsPass
 from armgen.model.passes.remove_noop_pad import RemoveNoOpPadPass
+from armgen.model.passes.same_padding_to_explicit import SamePaddingToExplicitPass
 from armgen.model.passes.single_channel_depthwise_to_conv import SingleChannelDepthwiseToConvPass
 from armgen.model.passes.strided_conv_width_to_channels import regroup_strided_conv_inputs
 
@@ -55,6 +56,8 @@ BeforePlanningRewrite = Callable[[torch.fx.GraphModule, set[torch.fx.Node]], set
 
 #: The float ATen graph from ``torch.export``, before PT2E (``cls(example_inputs).call(graph)``).
 BEFORE_QUANTIZATION: tuple[type, ...] = (
+    # First: the quantizer annotates no string-padded convolution, and the next pass matches conv1d.default.
+    SamePaddingToExplicitPass,
     # Before quantization: in its default pipeline CortexMQuantizer leaves aten.conv1d float, and
     # upstream's ConvertConv1dToConv2dPass runs on the edge graph, after the quantizer.
     Conv1dToConv2dPass,
