@@ -73,7 +73,7 @@ from armgen.model.compile_outputs import quality as _quality
 from armgen.model.compile_outputs import quiet as _quiet
 from armgen.model.compile_outputs import reference_arrays as _reference_arrays
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
-from armgen.model.layer_support import check_layers
+from armgen.model.layer_support import check_layers, check_operators
 from armgen.model.lowered_program import save_lowered_program, strip_volatile_meta
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.placement import cpu_reasons, float_fallback_warnings, layers_of
@@ -298,6 +298,8 @@ def compile_model(
     calib = _calibration_set(src, calibration, notes, warns)
     float_outs = [_as_arrays(run_forward(model, sample, f"{where} (calibration sample)")) for sample in calib]
     float_ep = _export(model, src.example_inputs, "float model")  # the float program `armgen run` compares with
+    if backend == "cortex-m":
+        check_operators(float_ep, where)  # before quantization and lowering: one line naming the operator
 
     ref_inputs = tuple(t.detach().clone() for t in src.representative[0]) if src.representative else src.example_inputs
 
@@ -434,7 +436,9 @@ def _lower(
         if vela.raised_in_vela(exc):
             raise ModelError(f"Vela failed to compile the {target} delegate: {_one_line(exc)}",
                              hint="check the Vela system config, memory mode and config file") from exc
-        raise ModelError(f"lowering for {target} failed: {_one_line(exc)}") from exc
+        hint = (f"ExecuTorch's Arm backend could not lower a layer for the NPU; --target {cpu} runs the whole "
+                "model on the CPU" if backend == "ethos-u" else None)
+        raise ModelError(f"lowering for {target} failed: {_one_line(exc)}", hint=hint) from exc
     return edge, in_q, out_q, spec
 
 

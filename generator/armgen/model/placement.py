@@ -36,8 +36,9 @@ DATA_MOVEMENT = frozenset({
 
 #: The fix for a float portable op, where armgen knows one (op name -> what to change in the model).
 FLOAT_FIXES = {
-    "aten::convolution": "a Conv1d is rewritten to int8 automatically; a Conv3d or a transposed Conv1d is not "
-                         "supported in int8 on Cortex-M: use Conv2d",
+    "aten::convolution": "a Conv1d is rewritten to int8 automatically; a transposed Conv1d or a ConvTranspose2d "
+                         "with output_padding stays float (ExecuTorch 1.5.1's quantizer): use ConvTranspose2d "
+                         "without output_padding",
     "aten::mean": "use nn.AdaptiveAvgPool2d / nn.AvgPool2d over the spatial axes (CMSIS-NN int8 average pool)",
     "aten::linear": "feed nn.Linear a 2-D (batch, features) tensor (CMSIS-NN int8 fully connected)",
     "aten::addmm": "use nn.Linear on a 2-D (batch, features) tensor (CMSIS-NN int8 fully connected)",
