@@ -152,3 +152,30 @@ def test_operator_without_kernel_fails_early_with_its_name(tmp_path):
     _assert_one_line_error(code, err, "fft")
     assert "no kernel" in err or "cannot" in err or "failed" in err
     assert not out_dir.exists() or not any(out_dir.iterdir())  # nothing half-written
+
+
+def _raised_from(filename: str) -> BaseException:
+    """An exception raised by code whose file is ``filename`` (as a frame of that package would be)."""
+    namespace: dict = {}
+    exec(compile("def fail():\n    raise ValueError('bad')\n", filename, "exec"), namespace)  # noqa: S102
+    try:
+        namespace["fail"]()
+    except ValueError as exc:
+        return exc
+    raise AssertionError("fail() did not raise")
+
+
+def test_only_vela_itself_gets_the_vela_hint():
+    """ExecuTorch's Ethos-U backend lives in executorch/backends/arm/ethosu/: a failure of its passes
+    there is not Vela's, though the path has an "ethosu" folder too."""
+    import importlib.util
+    import os
+
+    from armgen.model.vela import raised_in_vela
+
+    vela, executorch = importlib.util.find_spec("ethosu"), importlib.util.find_spec("executorch")
+    assert vela is not None and vela.submodule_search_locations  # namespace packages, both
+    assert executorch is not None and executorch.submodule_search_locations
+    vela_root, executorch_root = list(vela.submodule_search_locations)[0], list(executorch.submodule_search_locations)[0]
+    assert raised_in_vela(_raised_from(os.path.join(vela_root, "vela", "vela.py")))
+    assert not raised_in_vela(_raised_from(os.path.join(executorch_root, "backends", "arm", "ethosu", "backend.py")))

@@ -222,11 +222,17 @@ def with_per_layer(
 
 
 def raised_in_vela(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised inside Vela (the ``ethosu`` package), which ExecuTorch's Ethos-U
-    backend calls from ``preprocess`` (``backends/arm/arm_vela.py``: ``vela.main``)."""
+    """Whether ``exc`` was raised inside Vela (the ``ethosu.vela`` package of ``ethos-u-vela``), which
+    ExecuTorch's Ethos-U backend calls from ``preprocess`` (``backends/arm/arm_vela.py``: ``vela.main``).
+    ExecuTorch's own ``executorch/backends/arm/ethosu/`` (the backend and its passes) is not Vela: a
+    failure of an Arm pass there once got Vela's hint ("check the Vela system config")."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ethosu")
+    roots = [os.path.join(p, "") for p in (spec.submodule_search_locations or [])] if spec else []
     tb = exc.__traceback__
     while tb is not None:
-        if f"{os.sep}ethosu{os.sep}" in tb.tb_frame.f_code.co_filename:
+        if any(tb.tb_frame.f_code.co_filename.startswith(r) for r in roots):
             return True
         tb = tb.tb_next
     return False
