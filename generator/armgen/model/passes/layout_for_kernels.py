@@ -217,11 +217,16 @@ class LayoutForKernelsPass(PassBase):
                 users = list(node.users)
                 wanted = _dim_order(out)
                 node.meta["val"] = _laid_out(out, tuple(range(out.dim())))
+                modified = True
+                if wanted != CHANNELS_LAST_ORDER:
+                    # Another order (a permute of an NHWC tensor gives [0, 3, 2, 1]) has no memory format for
+                    # ExecuTorch's dim-order copy: the output stays contiguous, and the nodes after it are
+                    # read by this pass as they come.
+                    continue
                 back = _copy(graph, node, wanted, node.next)
                 back.meta["val"] = out
                 for user in users:
                     user.replace_input_with(node, back)
-                modified = True
         if modified:
             graph.lint()
             graph_module.recompile()
