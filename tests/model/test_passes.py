@@ -13,6 +13,7 @@ from torch import nn
 
 from _programs import armgen, compile_result
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
+from armgen.model.passes.same_padding_to_explicit import SamePaddingToExplicitPass
 
 MODELS = Path(__file__).parents[1] / "models"
 CONV1D_KWS = MODELS / "conv1d_kws.py"
@@ -58,6 +59,27 @@ def test_conv1d_regions_become_2d_with_equal_float_outputs(model_x):
     for _ in range(3):
         x2 = torch.randn_like(x)
         assert torch.allclose(model(x2), gm(x2), atol=1e-5), (model(x2) - gm(x2)).abs().max()
+
+
+@pytest.mark.parametrize("conv,shape,pads", [
+    (nn.Conv2d(4, 8, 3, padding="same"), (1, 4, 8, 8), 0),  # even totals: the convolution's own padding
+    (nn.Conv2d(4, 8, (2, 4), dilation=(1, 2), padding="same"), (1, 4, 8, 8), 1),  # odd: a pad in front
+    (nn.Conv1d(4, 8, 4, padding="same"), (1, 4, 10), 1),
+    (nn.Conv2d(4, 8, 3, padding="valid"), (1, 4, 8, 8), 0),
+])
+def test_same_padding_becomes_explicit_with_equal_float_outputs(conv, shape, pads):
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    graph = torch.export.export(conv.eval(), (x,)).module(check_guards=False)
+    result = SamePaddingToExplicitPass((x,)).call(graph)
+    targets = [n.target for n in result.graph_module.graph.nodes if n.op == "call_function"]
+    assert result.modified and aten_padding_overloads_gone(targets)
+    assert targets.count(torch.ops.aten.pad.default) == pads
+    assert torch.equal(result.graph_module(x), conv(x))
+
+
+def aten_padding_overloads_gone(targets: list) -> bool:
+    return torch.ops.aten.conv2d.padding not in targets and torch.ops.aten.conv1d.padding not in targets
 
 
 def test_a_graph_without_conv1d_is_left_alone():
