@@ -147,8 +147,9 @@ def test_a_model_the_npu_takes_nothing_of_and_a_vela_failure_write_nothing(tmp_p
     out = tmp_path / "none"
     r = armgen("compile", str(MODELS / "npu_none.py"), "--target", "ethos-u55-256", "-o", str(out))
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.splitlines()[0] == (
-        "armgen: error: the Ethos-U partitioner delegated none of the model's operators: nothing would run on the NPU")
+    assert r.stderr.splitlines()[0] == (  # which operator, and the partitioner's own reason
+        "armgen: error: the Ethos-U partitioner delegated none of the model's operators: nothing would run on the NPU "
+        "(aten_upsample_bilinear2d_vec: Op is not supported on U55.)")
     assert not out.exists()
     ini = tmp_path / "bad.ini"
     ini.write_text("[System_Config.Bogus]\ncore_clock=banana\n")

@@ -314,7 +314,7 @@ def compile_model(
         # to_executorch() rewrites the edge program in place: keep the lowered one to run on the host
         # (Cortex-M: the reference; Ethos-U: with each delegate's TOSA graph, armgen.model.npu_host).
         lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None
-        npu = npu_host.host_artifacts(edge, Path(artifacts)) if backend == "ethos-u" else None
+        npu = npu_host.host_artifacts(edge, Path(artifacts), rejected) if backend == "ethos-u" else None
     layers = layers_of(edge.exported_program())  # the model's layer of each kernel call, before emitting
     reasons = cpu_reasons(edge.exported_program(), rejected)
     pte_bytes = _to_pte(edge, target, vela_text)

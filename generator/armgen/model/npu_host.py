@@ -69,19 +69,24 @@ def drop_intermediate_path(exported_program: Any) -> None:
         lowered._compile_specs = [c for c in lowered.compile_specs if c.key != ArmCompileSpec._DEBUG_ARTIFACT_KEY]
 
 
-def host_artifacts(edge: Any, artifacts: Path) -> HostArtifacts:
+def host_artifacts(edge: Any, artifacts: Path, rejected: dict[str, str] | None = None) -> HostArtifacts:
     """Keep the lowered Ethos-U edge program (a copy: ``to_executorch`` rewrites it) and the TOSA graphs
-    the lowering wrote into ``artifacts``.
+    the lowering wrote into ``artifacts``. ``rejected``: the partitioner's reason per node it left on the
+    CPU (:func:`armgen.model.vela.reporting_partitioner`), named when nothing was delegated.
 
     Raises:
-        ModelError: the program has no delegate (the NPU takes none of its ops), or a delegate's TOSA
-            graph was not written.
+        ModelError: the program has no delegate (the NPU takes none of its ops: the message names them
+            with the partitioner's reasons), or a delegate's TOSA graph was not written.
     """
     drop_intermediate_path(edge.exported_program())
     program = copy.deepcopy(edge.exported_program())
     if not delegate_modules(program):
+        reasons = sorted(rejected.items()) if rejected else []
+        why = "; ".join(f"{node}: {reason}" for node, reason in reasons[:3])
+        more = f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else ""
         raise ModelError(
-            "the Ethos-U partitioner delegated none of the model's operators: nothing would run on the NPU",
+            "the Ethos-U partitioner delegated none of the model's operators: nothing would run on the NPU"
+            + (f" ({why}{more})" if why else ""),
             hint="compile for the Cortex-M (--target cortex-m55, or armgen new --backend cortex-m)",
         )
     return HostArtifacts(program, tuple(delegate_tosa(program, artifacts)))

@@ -249,8 +249,10 @@ def reporting_partitioner(spec: Any, rejected: dict[str, str]) -> Any:
         def _tag_module(self, graph_module: Any, containing_program: Any, reporter: Any, *args: Any,
                         **kwargs: Any) -> Any:
             tags = super()._tag_module(graph_module, containing_program, reporter, *args, **kwargs)
-            # the reporter's own record ({node: reason}); it has no public accessor, only a text table
-            rejected.update({n.name: str(why) for n, why in reporter._rejected_nodes.items()})
+            # the reporter's own record ({node: reason}); it has no public accessor, only a text table. Only
+            # operators: its inputs and output are "rejected" too ("Not included in BaseTOSASupportList").
+            rejected.update({n.name: str(why) for n, why in reporter._rejected_nodes.items()
+                             if n.op == "call_function"})
             return tags
 
     return ReportingPartitioner(spec)
