@@ -113,6 +113,12 @@ def _tensor_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
     return found
 
 
+#: Portable reshapes: ExecuTorch replaces a static ``view_copy`` by a view of the same bytes when it plans
+#: memory (``executorch_prim::et_view``, no kernel, no dim-order check), so the bytes' layout is what
+#: counts: kws's 1x64x1x1 NHWC pool output into its classifier needs no copy. Left as a kernel (a view of
+#: a program input) ``op_view_copy.cpp`` does check the labels: not handled here.
+RESHAPES = frozenset({"aten::view_copy", "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::_unsafe_view"})
+
 #: Tensor arguments that are data, for kernels whose other tensor arguments are tables laid out for
 #: the kernel (``quantized_activation``'s 256-entry lookup table): how many come first.
 DATA_ARGS = {"cortex_m::quantized_activation": 1}
@@ -135,7 +141,9 @@ def _kind(name: str, node: torch.fx.Node) -> str:
         if all(tuple(t.shape) == tuple(out.shape) or t.numel() == 1 for t in ins):
             order = physical_order(out)
             if all(physical_order(t) == order for t in ins if t.numel() != 1):
-                relabel = [t for t in ins if t.dim() == out.dim() and _dim_order(t) != _dim_order(out)]
+                # (a tensor of lower rank, a broadcast scalar, counts as contiguous)
+                relabel = [t for t in ins if (_dim_order(t) != _dim_order(out) if t.dim() == out.dim()
+                                              else _dim_order(out) != tuple(range(out.dim())))]
                 if name.startswith("aten::") and relabel:
                     # A portable kernel wants one dim order label on all of them (tensors_have_same_dim_order),
                     # and a one-element constant cannot be labelled NHWC (the emitter reads the label from
@@ -146,7 +154,9 @@ def _kind(name: str, node: torch.fx.Node) -> str:
             _is_channels_last(t) for t in ins + [out]
         ):
             return "aware"  # a channel broadcast on NHWC tensors, which the CMSIS-NN kernel does itself
-    return "contiguous"
+    # A portable kernel checks dim-order labels too (op_convolution.cpp: tensors_have_same_dim_order(in, out)),
+    # except a reshape, which ExecuTorch's emitter mostly turns into a view of the same bytes (no kernel).
+    return "contiguous_by_label" if name.startswith("aten::") and name not in RESHAPES else "contiguous"
 
 
 def _laid_out(val: torch.Tensor, order: tuple[int, ...]) -> torch.Tensor:
