@@ -94,3 +94,21 @@ def test_an_operator_outside_the_matrix_is_refused_by_name_in_seconds(tmp_path):
         in lines[0], err
     assert time.monotonic() - start < 30  # before quantization and lowering
     assert not (tmp_path / "c3").exists()
+
+
+@pytest.mark.slow
+def test_a_transposed_convolution_cmsis_nn_would_overrun_is_refused_by_layer(tmp_path):
+    """CMSIS-NN's arm_transpose_conv_s8 writes the rows past its output when the kernel is shorter than
+    stride + padding (armgen.model.layer_support.check_kernel_limits): refused, nothing written."""
+    (tmp_path / "t1.py").write_text(
+        "import torch\nfrom torch import nn\n"
+        "model = nn.Sequential(nn.ConvTranspose2d(3, 6, kernel_size=1, stride=2)).eval()\n"
+        "example_inputs = (torch.randn(1, 3, 4, 4),)\n"
+    )
+    r = armgen("compile", str(tmp_path / "t1.py"), "--target", "cortex-m4", "-o", str(tmp_path / "out"))
+    err = ANSI.sub("", r.stderr)
+    assert r.returncode == 2 and "Traceback" not in err
+    assert err.splitlines()[0].endswith(
+        "t1.py: layer '0' (ConvTranspose2d, stride 2, padding 0, output height 7) cannot run on CMSIS-NN: its int8 "
+        "transposed convolution writes 1 row(s) (42 B) past its output when the kernel is shorter than stride + padding")
+    assert not (tmp_path / "out").exists()

@@ -73,7 +73,7 @@ from armgen.model.compile_outputs import quality as _quality
 from armgen.model.compile_outputs import quiet as _quiet
 from armgen.model.compile_outputs import reference_arrays as _reference_arrays
 from armgen.model.inspect_program import IoQuantization, ProgramExtras, report_from_pte_bytes
-from armgen.model.layer_support import check_layers, check_operators
+from armgen.model.layer_support import check_kernel_limits, check_layers, check_operators
 from armgen.model.lowered_program import save_lowered_program, strip_volatile_meta
 from armgen.model.model_source import ModelSource, load_calibration, resolve_model, run_forward
 from armgen.model.placement import cpu_reasons, float_fallback_warnings, layers_of
@@ -311,6 +311,8 @@ def compile_model(
     with tempfile.TemporaryDirectory(prefix="armgen-tosa-") as artifacts:
         edge, in_q, out_q, spec = _lower(qep, backend, target, cpu, system_config, memory_mode, vela_config_file,
                                          vela_text, Path(artifacts), rejected)
+        if backend == "cortex-m":
+            check_kernel_limits(edge.exported_program(), where)  # before a program that overwrites memory is emitted
         # to_executorch() rewrites the edge program in place: keep the lowered one to run on the host
         # (Cortex-M: the reference; Ethos-U: with each delegate's TOSA graph, armgen.model.npu_host).
         lowered = copy.deepcopy(edge.exported_program()) if backend == "cortex-m" else None

@@ -81,3 +81,42 @@ def check_operators(exported_program: Any, where: str) -> None:
         hint="the README's 'Operator matrix' lists the layers the Cortex-M path runs; rewrite the layer with "
         "those (e.g. a Conv3d as Conv2d over folded axes)",
     )
+
+
+def check_kernel_limits(lowered_program: Any, where: str) -> None:
+    """Refuse a lowered Cortex-M program that calls a kernel in a configuration it computes wrong.
+
+    ``cortex_m::quantized_transpose_conv2d`` (CMSIS-NN ``arm_transpose_conv_s8``, 4a8f5b5d, the
+    workspace's pin; unchanged on its main of 2026-07): after each input row it writes the output rows
+    that became final, ``stride_h`` of them once past the top padding, without checking them against the
+    output height, so when ``input_h * stride_h - pad_h`` exceeds the output height (a kernel shorter than
+    stride + padding: a 1x1 kernel with stride 2) it writes the surplus rows past the end of its output
+    tensor, over whatever the memory plan put there. Found by ExecuTorch's own case
+    ``conv_transpose2d_kernel_1x1`` (3 -> 6 channels, stride 2, 4x4 input): a QEMU watchpoint caught it
+    writing 42 bytes into the next planned tensor, another case's output (187 LSB off); alone it only
+    wrote over free memory, so its own output was right.
+
+    Args:
+        lowered_program: the lowered edge program (after the Cortex-M passes). where: the model's file or name.
+
+    Raises:
+        ModelError: one line naming the layer, its geometry and the bytes it would overwrite.
+    """
+    for node in lowered_program.graph.nodes:
+        schema = getattr(node.target, "_schema", None)
+        if node.op != "call_function" or schema is None or schema.name != "cortex_m::quantized_transpose_conv2d":
+            continue
+        x, out = node.args[0].meta["val"], node.meta["val"]
+        stride_h, pad_h = int(node.args[3][0]), int(node.args[4][0])
+        in_h, out_h, out_w, out_c = int(x.shape[2]), int(out.shape[2]), int(out.shape[3]), int(out.shape[1])
+        surplus = max(0, in_h * stride_h - pad_h) - out_h
+        if surplus > 0:
+            stack = node.meta.get("nn_module_stack") or {}
+            layer = f"layer '{list(stack.values())[-1][0]}' " if stack else "a "
+            raise ModelError(
+                f"{where}: {layer}(ConvTranspose2d, stride {stride_h}, padding {pad_h}, output height {out_h}) "
+                f"cannot run on CMSIS-NN: its int8 transposed convolution writes {surplus} row(s) "
+                f"({surplus * out_w * out_c} B) past its output when the kernel is shorter than stride + padding",
+                hint="use a kernel at least stride + padding high (kernel 2 for stride 2), or nn.Upsample "
+                "followed by a Conv2d",
+            )
