@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -707,3 +708,22 @@ def test_qemu_that_cannot_start_is_one_line(probe):
         check_run(run, parse_firmware_output(run.console))
     with pytest.raises(RunError, match="firmware ELF not found"):
         run_qemu(Path("/nonexistent/fw.elf"), bogus)
+
+
+def test_a_saturated_output_the_float_model_agrees_with_is_not_degenerate():
+    """Every value at -128 is the right answer when the float model's output is there too (a sigmoid of
+    zeros, calibrated on that one input); it stays an error when the float model says otherwise."""
+    from types import SimpleNamespace
+
+    from armgen.firmware.run import saturation_explained
+    from armgen.firmware.run_report import compare_outputs
+
+    info = TensorInfo(index=0, shape=(1, 4), dtype="int8", dim_order=(0, 1), nbytes=4, scale=0.01, zero_point=-128)
+    fw = [np.full((1, 4), -128, dtype=np.int8)]
+    checks, findings = compare_outputs(fw, [np.full((1, 4), -128, dtype=np.int8)], [info])
+    assert [f.severity for f in findings] == ["error"] and "degenerate" in findings[0].message
+    report: Any = SimpleNamespace(outputs=[info])
+    right = saturation_explained(findings, checks, (np.full((1, 4), 0.004),), report)
+    assert [f.severity for f in right] == ["info"] and "so is the float model's output" in right[0].message
+    wrong = saturation_explained(findings, checks, (np.full((1, 4), 0.5),), report)
+    assert wrong == findings

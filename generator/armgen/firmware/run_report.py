@@ -161,6 +161,10 @@ class RunReport:
         return data
 
 
+#: The finding of an output whose every value sits at an int8 limit (``armgen.firmware.run`` makes it an info
+#: where the float model agrees).
+SATURATED = "every value is saturated at the int8 limits (-128/127): degenerate output"
+
 #: Quantized outputs may differ from the reference by this many LSBs and still pass.
 LSB_TOLERANCE = 1.0
 #: Float (unquantized) outputs have no LSB: they pass when ``np.allclose`` with these tolerances.
@@ -225,7 +229,7 @@ def compare_outputs(
         if saturated:
             findings.append(
                 Finding("error", f"output {info.index}",
-                        "every value is saturated at the int8 limits (-128/127): degenerate output")
+                        SATURATED)
             )  # fmt: skip
         checks.append(
             OutputCheck(
