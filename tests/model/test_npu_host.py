@@ -136,11 +136,16 @@ def test_a_tosa_graph_the_reference_model_refuses_is_one_line(project, tmp_path)
     (error,) = [line for line in r.stderr.splitlines() if line.startswith("armgen: error:")]
     assert error.startswith("armgen: error: the TOSA reference model failed on delegate 0 (fb.delegate0.tosa)")
     assert "Traceback" not in r.stderr
-    # a truncated flatbuffer crashes the reference model: it runs in a child process, armgen says so
+    # a truncated flatbuffer crashes the reference model (it runs in a child process, armgen says so), or,
+    # as seen once in a full run (what the truncated bytes read as varies), is refused as invalid: one line
     (model / "fb.delegate0.tosa").write_bytes((src / "model" / "fb.delegate0.tosa").read_bytes()[:2000])
     r = armgen("run", str(bad))
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "the TOSA reference model crashed (SIGSEGV) on delegate 0" in r.stderr and "Traceback" not in r.stderr
+    (error,) = [line for line in r.stderr.splitlines() if line.startswith("armgen: error:")]
+    assert ("the TOSA reference model crashed (SIGSEGV) on delegate 0" in error
+            or "the TOSA reference model failed on delegate 0 (fb.delegate0.tosa): ValueError: Invalid TOSA graph"
+            in error), error
+    assert "Traceback" not in r.stderr
 
 
 def test_a_model_the_npu_takes_nothing_of_and_a_vela_failure_write_nothing(tmp_path):

@@ -313,12 +313,23 @@ def test_real_workspace_is_a_west_workspace(real_workspace):
     assert "zephyr" not in listed  # inactive group
 
 
+#: ExecuTorch's own CMSIS-NN pin (backends/cortex_m/CMakeLists.txt, CMSIS_NN_VERSION, at v1.5.x and main of
+#: 2026-08); armgen's pin (modules/west.yml) is its descendant with the arm_transpose_conv_s8 row fix.
+EXECUTORCH_CMSIS_NN_VERSION = "dbf45dbfcc515421dd6099037d3e2637b90748c8"
+
+
 @pytest.mark.workspace
 @needs_mirror
-def test_cmsis_nn_pin_equals_executorch_cortex_m_pin(real_workspace):
+def test_cmsis_nn_pin_is_executorch_s_plus_the_transposed_convolution_fix(real_workspace):
     ws = real_workspace.workspace
     text = (ws.executorch_dir / "backends" / "cortex_m" / "CMakeLists.txt").read_text()
-    assert f'"{_pins()["cmsis-nn"].revision}"' in text.split("CMSIS_NN_VERSION", 1)[1][:200]
+    assert f'"{EXECUTORCH_CMSIS_NN_VERSION}"' in text.split("CMSIS_NN_VERSION", 1)[1][:200]
+    pin, cmsis_nn = _pins()["cmsis-nn"].revision, ws.root / "modules" / "lib" / "cmsis-nn"
+    # (the checkout is shallow: fetch ExecuTorch's commit to compare the two trees)
+    subprocess.run(["git", "fetch", "-q", "origin", EXECUTORCH_CMSIS_NN_VERSION], cwd=cmsis_nn, check=True)
+    changed = subprocess.run(["git", "diff", "--name-only", EXECUTORCH_CMSIS_NN_VERSION, pin, "--", "Source", "Include"],
+                             cwd=cmsis_nn, capture_output=True, text=True, check=True).stdout.split()
+    assert changed == ["Source/ConvolutionFunctions/arm_transpose_conv_s8.c"]
     # flatbuffers/flatcc pins = executorch's gitlinks
     tree = subprocess.run(
         ["git", "ls-tree", "HEAD", "third-party/flatbuffers", "third-party/flatcc"],
