@@ -115,8 +115,8 @@ def _tensor_inputs(node: torch.fx.Node) -> list[torch.fx.Node]:
 
 #: Portable reshapes: ExecuTorch replaces a static ``view_copy`` by a view of the same bytes when it plans
 #: memory (``executorch_prim::et_view``, no kernel, no dim-order check), so the bytes' layout is what
-#: counts: kws's 1x64x1x1 NHWC pool output into its classifier needs no copy. Left as a kernel (a view of
-#: a program input) ``op_view_copy.cpp`` does check the labels: not handled here.
+#: counts: kws's 1x64x1x1 NHWC pool output into its classifier needs no copy. A view_copy left as a kernel
+#: (one that feeds the program's output, see :func:`_kind`) does check the labels (``op_view_copy.cpp``).
 RESHAPES = frozenset({"aten::view_copy", "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::_unsafe_view"})
 
 #: Tensor arguments that are data, for kernels whose other tensor arguments are tables laid out for
@@ -156,6 +156,11 @@ def _kind(name: str, node: torch.fx.Node) -> str:
             return "aware"  # a channel broadcast on NHWC tensors, which the CMSIS-NN kernel does itself
     # A portable kernel checks dim-order labels too (op_convolution.cpp: tensors_have_same_dim_order(in, out)),
     # except a reshape, which ExecuTorch's emitter mostly turns into a view of the same bytes (no kernel).
+    if name == "aten::view_copy" and any(u.op == "output" for u in node.users):
+        # ExecuTorch keeps a view_copy that feeds the program's output as a kernel
+        # (exir/passes/replace_view_copy_with_view_pass.py), and op_view_copy.cpp compares the labels
+        # (a mean over H and W without keepdim stopped on InvalidArgument)
+        return "contiguous_by_label"
     return "contiguous_by_label" if name.startswith("aten::") and name not in RESHAPES else "contiguous"
 
 
