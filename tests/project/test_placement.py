@@ -159,3 +159,18 @@ def test_mac_ops_are_matched_by_word():
     for name in ("aten::upsample_bilinear2d", "aten::add", "cortex_m::quantized_avg_pool2d", "aten::mean",
                  "cortex_m::quantize_per_tensor"):
         assert not does_macs(name), name
+
+
+def test_a_transposed_convolution_counts_each_input_pixel_through_the_kernel_once():
+    """8x8x8 input, 8 -> 2 channels, 4x4 kernel, stride 2: 64 pixels x 256 weights = 16,384 MACs, not the
+    65,536 of output pixels x weights per output channel (which counts the zeros a stride inserts)."""
+    from types import SimpleNamespace
+
+    from armgen.model.placement import _macs
+
+    def t(*sizes: int) -> SimpleNamespace:
+        return SimpleNamespace(sizes=sizes)
+
+    inputs = [t(1, 8, 8, 8), t(2, 4, 4, 8), t(2)]  # input, weight (OHWI-like), bias
+    assert _macs("cortex_m::quantized_transpose_conv2d", inputs, t(1, 2, 16, 16)) == 16_384
+    assert _macs("cortex_m::quantized_conv2d", [t(1, 8, 16, 16), t(2, 3, 3, 8)], t(1, 2, 16, 16)) == 2 * 16 * 16 * 72

@@ -123,9 +123,14 @@ def plan_placement(
 
 
 def _macs(name: str, inputs: Sequence[Any], out: Any) -> int:
-    """MACs of one call: output elements x weight elements per output channel (0 for other ops)."""
+    """MACs of one call: output elements x weight elements per output channel (0 for other ops); for a
+    transposed convolution, input pixels x weight elements (each input pixel, all its channels, is scattered
+    through the whole kernel once: the zeros a stride inserts between output pixels cost nothing)."""
     if not does_macs(name) or not inputs:
         return 0
+    if "transpose_conv" in name and len(inputs) >= 2 and len(inputs[0].sizes) == 4:
+        n, c, h, w = (int(s) for s in inputs[0].sizes)
+        return n * h * w * prod(int(s) for s in inputs[1].sizes)
     out_numel = prod(int(s) for s in out.sizes)
     # output channels: dim 1 of a convolution's (N, C, ...) output, the last dim of a linear/matrix product
     conv = "conv" in name.split("::")[-1]
