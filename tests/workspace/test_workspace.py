@@ -57,9 +57,12 @@ def _test_mirror() -> str | None:
 
 
 MIRROR = _test_mirror()
-needs_mirror = pytest.mark.skipif(
-    MIRROR is None, reason="no git mirrors: set ARMGEN_TEST_MIRROR='file:///.../{owner}+{name}/repo'"
-)
+#: Why the tests that clone for real skip (they init a workspace of their own from local git mirrors).
+NO_MIRROR = ("no git mirrors: these tests clone modules/west.yml's repositories from local mirrors; make bare "
+             "clones of them (e.g. git clone --mirror <url> /srv/m/<owner>+<name>/repo) and set "
+             "ARMGEN_TEST_MIRROR='file:///srv/m/{owner}+{name}/repo', or init the default workspace with "
+             "`armgen workspace init --mirror file://...` (its recorded mirror is used)")
+needs_mirror = pytest.mark.skipif(MIRROR is None, reason=NO_MIRROR)
 
 
 def _mirror_git_dir(owner: str, name: str) -> Path | None:
@@ -254,7 +257,7 @@ def test_truncated_pte_is_an_error(tmp_path):
 @pytest.fixture(scope="module")
 def real_workspace(tmp_path_factory):
     if MIRROR is None:
-        pytest.skip("no git mirrors: set ARMGEN_TEST_MIRROR")
+        pytest.skip(NO_MIRROR)
     root = tmp_path_factory.mktemp("armgen-ws") / "ws"
     result = init_workspace(root, mirror=MIRROR, revisions={"executorch": "main"})
     return result
