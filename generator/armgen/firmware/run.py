@@ -214,7 +214,7 @@ def saturation_explained(
     report: ProgramReport,
 ) -> list[Finding]:
     """``findings`` with each "saturated" error (:func:`armgen.firmware.run_report.compare_outputs`) made an
-    info where the float model's output is within one output LSB of the firmware's: the int8 limits are
+    info where the float model's output is within 1.5 output LSB of the firmware's: the int8 limits are
     then the right answer (a sigmoid of all zeros, a clamp every value reaches), not a degenerate program.
     ExecuTorch's own operator cases have such outputs (benchmarks/executorch_op_cases.py)."""
     if floats is None:
@@ -223,10 +223,11 @@ def saturation_explained(
     for c, info, f in zip(checks, report.outputs, floats, strict=False):
         if c.saturated and info.scale:
             deq = np.asarray(c.dequantized, dtype=np.float64)
-            if deq.size == f.size and float(np.max(np.abs(deq - f.reshape(-1)))) <= info.scale * (1 + 1e-6):
+            # (1.5 LSB: a softmax's 1.0 sits one LSB above the grid's top, 127 -> 0.99609 at scale 1/256)
+            if deq.size == f.size and float(np.max(np.abs(deq - f.reshape(-1)))) <= 1.5 * info.scale:
                 right.add(f"output {info.index}")
     return [Finding("info", x.subject, x.message.replace("degenerate output", "so is the float model's output, "
-                                                         "within 1 LSB"))
+                                                         "within 1.5 LSB"))
             if x.severity == "error" and x.subject in right and x.message == SATURATED else x for x in findings]
 
 
