@@ -74,6 +74,10 @@ def test_every_row_runs_as_it_says_within_one_lsb_on_qemu(board, mve, tmp_path):
     off = [(ROWS[o["index"]].layer, o["max_lsb_diff"]) for o in rr["outputs"] if o["max_lsb_diff"] > 1]
     assert not off, off
     assert len(rr["outputs"]) == len(ROWS)
+    # Bit-exact against the lowered program is not enough (a layer a pass dropped would be bit-exact too):
+    # each row's output against the float model. Lowest measured on both CPUs: 24.5 dB (the global pools).
+    weak = [(ROWS[i].layer, round(q["snr_db"], 1)) for i, q in enumerate(rr["quality"]) if q["snr_db"] < 20.0]
+    assert not weak, weak
     print(f"\noperator matrix on {board}: {len(ROWS)} rows, max {rr['max_lsb_diff']} LSB, "
           f"{rr['instructions']:,} instructions")
 

@@ -81,6 +81,19 @@ class _Fn(nn.Module):
         return self.fn(self, *xs)
 
 
+class _DivByConstant(nn.Module):
+    """``x / d`` with ``d`` a constant of ``x``'s shape in [0.5, 2] (no division by a number near zero)."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.register_buffer("d", torch.rand(shape) * 1.5 + 0.5)
+
+    d: torch.Tensor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / self.d
+
+
 def _seeded(make: Callable[[], nn.Module]) -> Callable[[], nn.Module]:
     def build() -> nn.Module:
         torch.manual_seed(7)
@@ -201,6 +214,8 @@ ROWS: tuple[Row, ...] = (
          CMSIS_NN, [_X, (1, 4, 1, 1)], lambda: _Fn(lambda m, a, b: a + b)),
     _row("Element-wise", "sub, same shape", ["aten.sub"], ["cortex_m::quantized_add"], CMSIS_NN, [_X, _X],
          lambda: _Fn(lambda m, a, b: a - b)),
+    _row("Element-wise", "div by a tensor of the same shape", ["aten.div"], ["cortex_m::quantized_div"], CMSIS_NN,
+         [_X], lambda: _DivByConstant(_X)),
     _row("Element-wise", "mul, same shape", ["aten.mul"], ["cortex_m::quantized_mul"], CMSIS_NN, [_X, _X],
          lambda: _Fn(lambda m, a, b: a * b)),
     _row("Element-wise", "maximum, same shape", ["aten.maximum"], ["cortex_m::maximum"], CMSIS_NN, [_X, _X],
@@ -221,6 +236,15 @@ ROWS: tuple[Row, ...] = (
     _row("Activation", "Sigmoid after a convolution", ["aten.conv2d", "aten.sigmoid"],
          [_CONV, "cortex_m::quantized_activation"], CMSIS_NN, [_X],
          lambda: nn.Sequential(nn.Conv2d(4, 4, 1), nn.Sigmoid())),
+    _row("Activation", "Hardsigmoid after a convolution", ["aten.conv2d", "aten.hardsigmoid"], [_CONV], CMSIS_NN,
+         [_X], lambda: nn.Sequential(nn.Conv2d(4, 4, 1), nn.Hardsigmoid()),
+         "upstream's ActivationFusionPass folds it into the convolution's output range"),
+    _row("Activation", "SiLU after a convolution", ["aten.conv2d", "aten.silu"],
+         [_CONV, "cortex_m::quantized_activation"], CMSIS_NN, [_X],
+         lambda: nn.Sequential(nn.Conv2d(4, 4, 1), nn.SiLU())),
+    _row("Activation", "GELU after a linear layer", ["aten.linear", "aten.gelu"],
+         ["cortex_m::quantized_linear", "cortex_m::quantized_activation"], CMSIS_NN, [(1, 16)],
+         lambda: nn.Sequential(nn.Linear(16, 8), nn.GELU())),
     _row("Activation", "Tanh after a linear layer", ["aten.linear", "aten.tanh"],
          ["cortex_m::quantized_linear", "cortex_m::quantized_activation"], CMSIS_NN, [(1, 16)],
          lambda: nn.Sequential(nn.Linear(16, 8), nn.Tanh())),
