@@ -166,12 +166,8 @@ def _kind(name: str, node: torch.fx.Node) -> str:
 
 def _laid_out(val: torch.Tensor, order: tuple[int, ...]) -> torch.Tensor:
     """``val`` (a fake tensor) with the strides of dim order ``order``, so that the emitter, which reads
-    the dim order back from the strides (``exir.tensor.dim_order_from_stride``), writes ``order``."""
-    if val.numel() == 1:  # every stride is free: strictly falling along ``order``
-        stride = [0] * val.dim()
-        for rank, d in enumerate(order):
-            stride[d] = val.dim() - rank
-        return val.as_strided(val.shape, stride)
+    the dim order back from the strides (``exir.tensor.dim_order_from_stride``), writes ``order``. (No copy
+    is ever made of a one-element tensor: ``to_executorch`` re-derives its label from tied strides anyway.)"""
     if val.dim() == 4 and order in (CHANNELS_LAST_ORDER, (0, 1, 2, 3)):  # PyTorch's own strides for size-1 axes
         return val.clone(memory_format=torch.channels_last if order == CHANNELS_LAST_ORDER else torch.contiguous_format)
     inverse = [order.index(d) for d in range(len(order))]
