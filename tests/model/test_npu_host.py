@@ -108,6 +108,26 @@ def test_vela_cost_per_layer_and_the_cpu_fallback_reason_are_reported(project):
     assert "NPU layers of delegate 0" in r.stdout and "Op is not supported on U55." in r.stdout
 
 
+def test_operator_matrix_rows_run_on_the_tosa_reference_model_within_one_lsb(project):
+    """The Ethos-U side of the operator matrix (issue 40): tests/models/operator_matrix_npu.py's rows on the
+    U55, which leaves the most on the CPU. Each row within 1 LSB of the program's reference on both inputs,
+    >= 20 dB against the float model, and a row the NPU does not take is named in a warning, not dropped."""
+    path = project("matrix", "alif_e8_hp", MODELS / "operator_matrix_npu.py")
+    report = ProgramReport.load(path / "model" / "matrix.report.json")
+    data = _run_json(path)
+    assert data["verdict"].startswith("PASS on the TOSA reference model"), data["verdict"]
+    assert len(data["tosa_files"]) >= 1 and len(data["outputs"]) == 15
+    assert max(o["max_lsb_diff"] for o in data["outputs"]) <= 1 and data["alternate_max_lsb_diff"] <= 1
+    weak = [(i, q["snr_db"]) for i, q in enumerate(data["float_quality"]) if q["snr_db"] != "inf" and q["snr_db"] < 20]
+    assert not weak, weak
+    # on the CPU: what the U55 does not take (float, warned by layer); everything else is delegated
+    on_cpu = {r.layer.split(".")[0] for r in report.placement if r.library == "portable" and r.dtype == "float32"}
+    assert {"r16", "r20", "r33", "r12"} <= on_cpu, on_cpu
+    warned = " ".join(report.warnings)
+    assert all(f"layer '{k}" in warned for k in on_cpu), warned
+    assert "r03" not in on_cpu  # padding='same' with odd totals goes to the NPU (SamePaddingToExplicitPass)
+
+
 def test_the_ethos_u_host_files_are_deterministic(project, tmp_path):
     from armgen.model.compile import compile_model
 

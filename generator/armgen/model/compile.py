@@ -614,11 +614,10 @@ def _quantize(
         quantizer = EthosUQuantizer(spec)
         quantizer.set_global(get_symmetric_quantization_config(is_per_channel=True))
     graph = _export(model, example, "float model").module(check_guards=False)
-    if backend == "cortex-m":
-        from armgen.model.passes import order
+    from armgen.model.passes import order
 
-        for pass_cls in order.BEFORE_QUANTIZATION:
-            graph = order.build(pass_cls, example_inputs=example).call(graph).graph_module
+    for pass_cls in order.BEFORE_QUANTIZATION if backend == "cortex-m" else order.BEFORE_QUANTIZATION_ETHOS_U:
+        graph = order.build(pass_cls, example_inputs=example).call(graph).graph_module
     try:
         prepared = prepare_pt2e(graph, quantizer)
         with torch.no_grad():

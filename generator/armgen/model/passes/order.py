@@ -16,7 +16,9 @@ flow, with ExecuTorch's fixed steps between the lists:
       AFTER_EMIT                  the ``.pte`` bytes
 
     Ethos-U (Vela)
-      torch.export, PT2E with EthosUQuantizer, torch.export of the int8 model
+      torch.export of the float model
+      BEFORE_QUANTIZATION_ETHOS_U the float ATen graph
+      PT2E with EthosUQuantizer, torch.export of the int8 model
       to_edge_transform_and_lower(partitioner=[EthosUPartitioner]): Vela compiles the delegate
       QuantizeInputs / QuantizeOutputs
       AFTER_PARTITION_ETHOS_U     the CPU part of the edge program
@@ -105,6 +107,13 @@ AFTER_EMIT: tuple[Callable[[bytes], bytes], ...] = (
 )
 
 # ---- Ethos-U -------------------------------------------------------------------------------------
+
+#: The float ATen graph from ``torch.export``, before PT2E with EthosUQuantizer.
+BEFORE_QUANTIZATION_ETHOS_U: tuple[type, ...] = (
+    # EthosUQuantizer (1.5.1) annotates no string-padded convolution either: without this pass a
+    # padding='same' convolution with odd totals stays a float CPU kernel between two delegates.
+    SamePaddingToExplicitPass,
+)
 
 #: The edge program after partitioning and boundary quantization (``edge.transform``).
 AFTER_PARTITION_ETHOS_U: tuple[type, ...] = (
