@@ -29,81 +29,25 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import json
-import pkgutil
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ARMGEN = [str(Path(sys.executable).with_name("armgen"))]  # the entry point beside this Python
+CASES_DIR = ROOT / "tests" / "models"  # executorch_cases.py: the reader of upstream's case tables
+sys.path.insert(0, str(CASES_DIR))
 
-
-@dataclass
-class Case:
-    """One upstream case: ``module.case`` with its model, inputs and upstream's expectation."""
-
-    name: str
-    model: nn.Module
-    inputs: tuple[Any, ...]
-    expectation: str
-
-
-def upstream_cases() -> list[Case]:
-    """Every case a ``test_implementation*`` function of the installed ``backends/cortex_m/test/ops`` runs."""
-    import executorch.backends.cortex_m.test.ops as ops
-
-    cases: dict[str, Case] = {}
-    for info in sorted(pkgutil.iter_modules(ops.__path__), key=lambda i: i.name):
-        if not info.name.startswith("test_"):
-            continue
-        module = importlib.import_module(f"{ops.__name__}.{info.name}")
-        for fn_name, fn in sorted(vars(module).items()):
-            if not fn_name.startswith("test_implementation") or not callable(fn):
-                continue
-            for mark in getattr(fn, "pytestmark", []):
-                if mark.name != "parametrize":
-                    continue
-                for param in mark.args[1]:
-                    case = param.values[0] if hasattr(param, "values") else param
-                    if not hasattr(case, "model") or not hasattr(case, "example_inputs"):
-                        continue
-                    inputs = case.get_example_inputs() if hasattr(case, "get_example_inputs") else case.example_inputs
-                    xfail = [m for m in getattr(param, "marks", ()) if m.name in ("xfail", "skip")]
-                    expectation = f"{xfail[0].name}: {xfail[0].kwargs.get('reason', '')}" if xfail else "pass"
-                    name = f"{info.name[5:]}.{getattr(param, 'id', None) or len(cases)}"
-                    cases.setdefault(name, Case(name, case.model, tuple(inputs), expectation))
-    return list(cases.values())
-
-
-class CasesModel(nn.Module):
-    """The cases as branches: inputs side by side, outputs flattened, in case order."""
-
-    def __init__(self, cases: list[Case]) -> None:
-        super().__init__()
-        self.arity = [len(c.inputs) for c in cases]
-        for i, c in enumerate(cases):  # a copy each: upstream reuses one module instance in several cases
-            self.add_module(f"c{i:03d}", copy.deepcopy(c.model))
-
-    def forward(self, *xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        outs: list[torch.Tensor] = []
-        i = 0
-        for (_name, branch), n in zip(self.named_children(), self.arity, strict=True):
-            y = branch(*xs[i:i + n])
-            outs.extend(y if isinstance(y, (tuple, list)) else [y])
-            i += n
-        return tuple(outs)
+from executorch_cases import Case, upstream_cases  # noqa: E402
 
 
 def _float_inputs(case: Case) -> bool:
@@ -139,8 +83,8 @@ def _model_file(folder: Path, names: list[str]) -> Path:
     """A model file armgen loads: the named cases as one :class:`CasesModel`."""
     path = folder / "cases_model.py"
     path.write_text(
-        f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
-        "from executorch_op_cases import CasesModel, upstream_cases\n"
+        f"import sys\nsys.path.insert(0, {str(CASES_DIR)!r})\n"
+        "from executorch_cases import CasesModel, upstream_cases\n"
         f"_names = {names!r}\n"
         "_cases = [c for c in upstream_cases() if c.name in _names]\n"
         "model = CasesModel(_cases).eval()\n"
