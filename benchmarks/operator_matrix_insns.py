@@ -55,12 +55,12 @@ def kernel_call_instructions(elf: Path, board: str) -> list[int]:
 
     entries = profile_elf(elf, board, splits=(KERNEL_CALL, TICKS))["splits"]
     ticks = [i for i, (name, _) in enumerate(entries) if name == "armgen_ticks"]
-    windows = [(a, b) for a, b in zip(ticks, ticks[1:])]
+    windows = list(zip(ticks, ticks[1:], strict=False))
     if not windows:
         raise SystemExit(f"{elf}: armgen_ticks() ran fewer than twice")
     a, b = max(windows, key=lambda w: w[1] - w[0])  # the pair around the method's kernel calls
     marks = [n for _, n in entries[a + 1 : b + 1]]
-    return [end - start for start, end in zip(marks, marks[1:])]
+    return [end - start for start, end in zip(marks, marks[1:], strict=False)]
 
 
 def measure(board: str, work: Path) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def measure(board: str, work: Path) -> dict[str, Any]:
         raise SystemExit(f"{board}: {len(calls)} kernel calls counted, the placement has {len(placement)}")
     rows = []
     for i, r in enumerate(ROWS):
-        mine = [(p, n) for p, n in zip(placement, calls) if p["layer"].split(".", 1)[0] == r.key]
+        mine = [(p, n) for p, n in zip(placement, calls, strict=True) if p["layer"].split(".", 1)[0] == r.key]
         insns = sum(n for _, n in mine)
         macs = sum(p["macs"] for p, _ in mine)
         elements = prod(report["outputs"][i]["shape"])

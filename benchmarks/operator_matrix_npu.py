@@ -10,7 +10,7 @@ board's NPU and run with ``armgen run --json`` (the delegates' TOSA graphs in th
 ops around them with the host kernels). Per row: where its layer runs (NPU, or the CPU kernels the
 partitioner left it on, with the partitioner's reason), the largest difference from the program's
 quantized reference on both inputs, and the SNR of the first input's output against the float model.
-CI checks a part of the rows on the U55 (``tests/models/operator_matrix_npu.py``).
+CI checks a part of the rows on the U55 (``tests/models/operator_matrix_npu_ci.py``).
 """
 
 from __future__ import annotations

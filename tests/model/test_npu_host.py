@@ -109,10 +109,10 @@ def test_vela_cost_per_layer_and_the_cpu_fallback_reason_are_reported(project):
 
 
 def test_operator_matrix_rows_run_on_the_tosa_reference_model_within_one_lsb(project):
-    """The Ethos-U side of the operator matrix (issue 40): tests/models/operator_matrix_npu.py's rows on the
+    """The Ethos-U side of the operator matrix (issue 40): tests/models/operator_matrix_npu_ci.py's rows on the
     U55, which leaves the most on the CPU. Each row within 1 LSB of the program's reference on both inputs,
     >= 20 dB against the float model, and a row the NPU does not take is named in a warning, not dropped."""
-    path = project("matrix", "alif_e8_hp", MODELS / "operator_matrix_npu.py")
+    path = project("matrix", "alif_e8_hp", MODELS / "operator_matrix_npu_ci.py")
     report = ProgramReport.load(path / "model" / "matrix.report.json")
     data = _run_json(path)
     assert data["verdict"].startswith("PASS on the TOSA reference model"), data["verdict"]

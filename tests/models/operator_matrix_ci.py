@@ -10,6 +10,7 @@ import copy
 import sys
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from armgen.model.operator_matrix import ROWS, matrix_model
@@ -44,7 +45,7 @@ class MatrixAndUpstream(nn.Module):
             self.add_module(f"u{i:02d}", copy.deepcopy(c.model))
 
     def forward(self, *xs):
-        outs = []
+        outs: list[torch.Tensor] = []
         i = 0
         for (_name, branch), n in zip(self.named_children(), self.arity, strict=True):
             y = branch(*xs[i:i + n])
