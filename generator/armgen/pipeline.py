@@ -77,6 +77,10 @@ def new_project(
     dest = out_dir.expanduser().resolve() / name
     if dest.exists() and not force:
         raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
+    if force:
+        from armgen.project.render import check_replaceable
+
+        check_replaceable(dest)  # a directory armgen did not make is never replaced: before compiling
 
     board_ref = board_name if not _looks_like_path(board_name) else str(Path(board_name).expanduser().resolve())
     with tempfile.TemporaryDirectory(prefix="armgen-new-") as tmp:

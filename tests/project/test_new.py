@@ -249,6 +249,22 @@ def test_bad_input_existing_directory(kws, tmp_path):
     assert (tmp_path / "kws" / "mine.c").read_text() == "keep me"
 
 
+def test_force_never_replaces_a_directory_armgen_did_not_make(kws, kws_spec, tmp_path):
+    """Issue 41: `--force` into the user's own directory (no armgen.toml) refuses in one line, before compiling,
+    and leaves their main.cpp and README alone; write_project refuses too (the last line of defence)."""
+    mine = tmp_path / "kws"
+    (mine / "src").mkdir(parents=True)
+    (mine / "src" / "main.cpp").write_text("int main() { return 0; }  // theirs\n")
+    (mine / "README.md").write_text("their notes\n")
+    before = tree(mine)
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--model", str(kws[1]), "--out", str(tmp_path), "--force")
+    _assert_refused(r, tmp_path, {"kws"}, r"armgen: error: .*kws is not an armgen project \(no armgen.toml\)")
+    assert tree(mine) == before
+    with pytest.raises(ProjectError, match="not an armgen project"):
+        write_project(render_project(kws_spec), tmp_path, force=True)
+    assert tree(mine) == before and sorted(p.name for p in tmp_path.iterdir()) == ["kws"]
+
+
 @pytest.mark.parametrize("name,pattern", [
     ("../x", r"project name '\.\./x' is a path"),
     ("1kws", r"project name '1kws' is not a C/CMake identifier"),

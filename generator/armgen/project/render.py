@@ -41,7 +41,7 @@ from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
 from armgen.project.flash_watch import flash_watch_context
 from armgen.project.options import reads_input_file, validate_name
-from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord
+from armgen.project.record import RECORD_FILE, ModelEntry, PoolEntry, ProjectRecord
 from armgen.project.spec import ProjectSpec
 
 #: Values per line in generated C arrays.
@@ -232,13 +232,30 @@ def _destination(out_dir: Path, name: str, force: bool) -> Path:
                 f"{dest} already exists",
                 hint="choose another NAME or --out, or pass --force to replace it",
             )
-        if not dest.is_dir() or dest.is_symlink():
-            raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
+        check_replaceable(dest)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
     return dest
+
+
+def check_replaceable(dest: Path) -> None:
+    """Whether ``--force`` may replace ``dest``: absent, or a directory holding an ``armgen.toml`` (a
+    project armgen made). A directory of the user's, a file or a symlink is never replaced.
+
+    Raises:
+        ProjectError: ``dest`` exists and is not an armgen project directory (one line, nothing written).
+    """
+    if not (dest.exists() or dest.is_symlink()):
+        return
+    if not dest.is_dir() or dest.is_symlink():
+        raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
+    if not (dest / RECORD_FILE).is_file():
+        raise ProjectError(
+            f"{dest} is not an armgen project (no {RECORD_FILE}): --force replaces only a project armgen made",
+            hint="choose another NAME or --out",
+        )
 
 
 def _fill(tmp: Path, dest: Path, rendered: RenderedProject, kept: tuple[str, ...], force: bool) -> None:
