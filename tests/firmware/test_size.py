@@ -348,8 +348,12 @@ def test_parse_size_units() -> None:
     assert parse_size("64 KB", "k", "f") == 64000
     assert parse_size("1 MB", "k", "f") == 1_000_000
     assert parse_size("100 B", "k", "f") == 100
+    assert parse_size("40 kB", "k", "f") == 40000 and parse_size("40 KIB", "k", "f") == 40960
     for bad, why in (("-1 KiB", "negative"), (-5, "negative"), ("12 parsecs", "not a size"),
-                     ("0.3 B", "whole number"), (True, "must be bytes")):
+                     ("0.3 B", "whole number"), (True, "must be bytes"),
+                     ("40 kb", r"is in bits: '40 kb' .*write '40 kB' \(40,000 B\), '40 KiB' \(40,960 B\) or plain bytes"),
+                     ("40 Kb", "in bits"), ("2 mib", r"write '2 MiB' \(2,097,152 B\), '2 MB'"),
+                     ("100 b", "in bits: '100 b' .*write '100 B' or plain bytes")):
         with pytest.raises(SizeError, match=why):
             parse_size(bad, "budgets.flash", "b.toml")
 
@@ -397,6 +401,8 @@ def test_over_budget_exit_1_names_each_overrun(tmp_path: Path, fw: tuple[Path, P
         ("[budgets]\nflsh = 10\n", "unknown key 'budgets.flsh'"),
         ("[budgets]\nram = -4\n", "budget 'budgets.ram' is negative (-4)"),
         ('[budgets]\nflash = "-1 KiB"\n', "budget 'budgets.flash' is negative"),
+        ('[budgets]\nflash = "40 kb"\n', "budget 'budgets.flash' is in bits: '40 kb' (a lower-case b means bits); "
+                                          "write '40 kB' (40,000 B), '40 KiB' (40,960 B) or plain bytes"),
         ("[budgets.components]\nruntime = 10\n", "unknown key 'budgets.components.runtime'"),
         ("[budgets.regions]\nDTCM = 10\n", "unknown key 'budgets.regions.DTCM': board two_region has no region DTCM"),
         ('[budgets.regions]\nRAM = "17 KiB"\n', "'budgets.regions.RAM' = 17408 B is larger than region RAM (16384 B usable"),
