@@ -388,10 +388,15 @@ def test_over_budget_exit_1_names_each_overrun(tmp_path: Path, fw: tuple[Path, P
         f"armgen: over budget: region RAM over budget by 100 B ({r.ram} B used, {r.ram - 100} B allowed by {f})",
         f"armgen: over budget: component cmsis_nn (RAM) over budget by 56 B (256 B used, 200 B allowed by {f})",
     ]
-    f.write_text(f'[budgets]\nflash = {r.flash}\nram = {r.ram}\n[budgets.components]\nmodel = "4 KiB"\n')
+    f.write_text(f'[budgets]\nflash = {r.flash}\nram = {r.ram * 2}\n[budgets.components]\nmodel = "4 KiB"\n')
     code, out, err = invoke("size", str(elf), "--board", str(board_file), "--budget", str(f))
     assert code == 0, err
     assert "over budget" not in err and "model (.pte)" in out
+    verdict = [x for x in err.splitlines() if x.startswith("armgen: within budget")]
+    assert verdict == [f"armgen: within budget: flash {r.flash:,} of {r.flash:,} B (100.0 %), "
+                       f"RAM {r.ram:,} of {2 * r.ram:,} B (50.0 %); 2 region budgets and 1 component budget met"], err
+    code, _, err = invoke("size", str(elf))  # no board, no budget: nothing was checked, and the line says so
+    assert code == 0 and f"armgen: no budget checked: flash {r.flash:,} B (no budget), " in err, err
 
 
 @needs_gcc
