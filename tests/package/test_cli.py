@@ -1,23 +1,28 @@
-"""The command line as a whole (armgen.cli.group): exit statuses a CI gate can tell apart, output
-that survives a pipe.
+"""The command line as a whole (armgen.cli.group, armgen.cli._console): exit statuses a CI gate can tell
+apart, output that survives a pipe.
 
 Interruption is a real SIGINT to the real `armgen` process while it waits inside a command (a download
-from a 127.0.0.1 socket that accepts and never answers), as a terminal's Ctrl-C would send it.
+from a 127.0.0.1 socket that accepts and never answers), as a terminal's Ctrl-C would send it. Output is
+read from the real process through a pipe, and through a pseudo-terminal 80 columns wide.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import click
 from click.testing import CliRunner
 
-from _programs import ANSI
+from _programs import ANSI, armgen
 from armgen.cli import main
 from armgen.cli.group import EXIT_INTERRUPTED
 
@@ -70,3 +75,49 @@ def test_help_lists_the_exit_statuses() -> None:
     assert r.exit_code == 0
     text = " ".join(r.stdout.split())
     assert "Exit status: 0 success; 1 over budget" in text and "2 any other error; 130 interrupted" in text
+
+
+def _on_a_terminal(*args: str) -> str:
+    """`armgen ARGS`'s output (stdout and stderr) on an 80-column pseudo-terminal."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([*_armgen_cmd(), *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=120)
+    finally:
+        os.close(master)
+        proc.kill()
+    return ANSI.sub("", b"".join(chunks).decode().replace("\r\n", "\n"))
+
+
+def test_piped_output_keeps_paths_on_one_line(tmp_path: Path) -> None:
+    """A CI log (a pipe) gets each path whole; a terminal keeps rich's wrapping at its width."""
+    root = tmp_path / ("a-workspace-folder-with-a-name-long-enough-that-its-path-is-over-eighty-columns-" * 2)
+    (root / ".west").mkdir(parents=True)
+    (root / ".west" / "config").write_text("[manifest]\npath = modules\n")  # a workspace with nothing fetched
+    assert len(str(root)) > 160
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    r = subprocess.run([*_armgen_cmd(), "workspace", "status", str(root)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 1, r.stderr  # incomplete
+    out = ANSI.sub("", r.stdout).splitlines()
+    assert f"armgen workspace {root}" in out, r.stdout  # the table's title, whole
+    assert any("│ modules/lib/executorch/third-party/flatbuffers " in line for line in out), r.stdout
+    assert f"armgen workspace init {root} --mirror" in r.stderr.splitlines()[-1], r.stderr
+    assert armgen("workspace", "status", str(root)).stdout == r.stdout  # tests/_programs.py's armgen(), a pipe too
+
+    term = _on_a_terminal("workspace", "status", str(root))
+    table = [line for line in term.splitlines() if line[:1] in "┏┃┡│└"]
+    assert len(table) > 10 and all(len(line) <= 80 for line in table), term  # rich's table at 80 columns
+    assert "armgen workspace" in term and f"armgen workspace {root}" not in term, term  # its title wrapped

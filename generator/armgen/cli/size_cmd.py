@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -189,11 +188,9 @@ def _compare_tables(cmp: SizeComparison) -> list[Table]:
 
 
 def _print(table: Table) -> None:
-    """Tables go to stdout; when it is not a terminal (CI logs, pipes) print wide instead of eliding."""
-    if out_console.is_terminal:
-        out_console.print(table)
-    else:
-        Console(file=out_console.file, highlight=False, width=160).print(table)
+    """Tables go to stdout; when it is not a terminal (CI logs, pipes) at their natural width, not elided
+    (:class:`armgen.cli._console._UnwrappedWhenPiped`)."""
+    out_console.print(table)
 
 
 def _violation_dict(v: Violation) -> dict[str, Any]:
