@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import signal
 import socket
 import struct
@@ -25,6 +26,7 @@ from click.testing import CliRunner
 from _programs import ANSI, armgen
 from armgen.cli import main
 from armgen.cli.group import EXIT_INTERRUPTED
+from armgen.workspace import default_release, zephyr_releases
 
 
 def _armgen_cmd() -> list[str]:
@@ -121,3 +123,26 @@ def test_piped_output_keeps_paths_on_one_line(tmp_path: Path) -> None:
     table = [line for line in term.splitlines() if line[:1] in "┏┃┡│└"]
     assert len(table) > 10 and all(len(line) <= 80 for line in table), term  # rich's table at 80 columns
     assert "armgen workspace" in term and f"armgen workspace {root}" not in term, term  # its title wrapped
+
+
+def _commands(group: click.Group, path: str = "armgen"):
+    """Every (command path, command) of the CLI, groups included."""
+    for name, cmd in group.commands.items():
+        yield f"{path} {name}", cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, f"{path} {name}")
+
+
+def test_zephyr_release_help_lists_exactly_the_accepted_releases() -> None:
+    """`--zephyr-release 4.1` was accepted (modules/zephyr/releases.yaml has it) while the help said "4.4 or 3.7"."""
+    names = [name for name, _ in zephyr_releases()]
+    assert "4.1" in names and len(names) >= 3
+    helps = {path: opt.help or "" for path, cmd in _commands(main) for opt in cmd.params
+             if isinstance(opt, click.Option) and "--zephyr-release" in opt.opts}
+    assert set(helps) == {"armgen new", "armgen workspace init"}
+    for path, text in helps.items():
+        assert sorted(re.findall(r"\b\d+\.\d+\b", text)) == sorted(names), (path, text)
+        assert f"{default_release()} (default)" in text, (path, text)
+    workspace_help = main.commands["workspace"].help or ""
+    env_suffixes = re.search(r"\(R = ([\d_, ]+)\)", workspace_help)  # $ARMGEN_WORKSPACE_ZEPHYR_<R>
+    assert env_suffixes and env_suffixes.group(1).split(", ") == [n.replace(".", "_") for n in names], workspace_help
