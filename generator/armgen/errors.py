@@ -10,6 +10,7 @@ Exit codes:
 0     success (``armgen size``: within budget)
 1     over budget (``armgen size`` / ``armgen build``), or a run whose outputs mismatch
 2     any other error (bad input, missing tool or workspace, failed build or run)
+130   interrupted (Ctrl-C; :data:`armgen.cli.group.EXIT_INTERRUPTED`)
 ====  ==========================================================
 """
 

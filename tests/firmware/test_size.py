@@ -348,8 +348,12 @@ def test_parse_size_units() -> None:
     assert parse_size("64 KB", "k", "f") == 64000
     assert parse_size("1 MB", "k", "f") == 1_000_000
     assert parse_size("100 B", "k", "f") == 100
+    assert parse_size("40 kB", "k", "f") == 40000 and parse_size("40 KIB", "k", "f") == 40960
     for bad, why in (("-1 KiB", "negative"), (-5, "negative"), ("12 parsecs", "not a size"),
-                     ("0.3 B", "whole number"), (True, "must be bytes")):
+                     ("0.3 B", "whole number"), (True, "must be bytes"),
+                     ("40 kb", r"is in bits: '40 kb' .*write '40 kB' \(40,000 B\), '40 KiB' \(40,960 B\) or plain bytes"),
+                     ("40 Kb", "in bits"), ("2 mib", r"write '2 MiB' \(2,097,152 B\), '2 MB'"),
+                     ("100 b", "in bits: '100 b' .*write '100 B' or plain bytes")):
         with pytest.raises(SizeError, match=why):
             parse_size(bad, "budgets.flash", "b.toml")
 
@@ -384,10 +388,15 @@ def test_over_budget_exit_1_names_each_overrun(tmp_path: Path, fw: tuple[Path, P
         f"armgen: over budget: region RAM over budget by 100 B ({r.ram} B used, {r.ram - 100} B allowed by {f})",
         f"armgen: over budget: component cmsis_nn (RAM) over budget by 56 B (256 B used, 200 B allowed by {f})",
     ]
-    f.write_text(f'[budgets]\nflash = {r.flash}\nram = {r.ram}\n[budgets.components]\nmodel = "4 KiB"\n')
+    f.write_text(f'[budgets]\nflash = {r.flash}\nram = {r.ram * 2}\n[budgets.components]\nmodel = "4 KiB"\n')
     code, out, err = invoke("size", str(elf), "--board", str(board_file), "--budget", str(f))
     assert code == 0, err
     assert "over budget" not in err and "model (.pte)" in out
+    verdict = [x for x in err.splitlines() if x.startswith("armgen: within budget")]
+    assert verdict == [f"armgen: within budget: flash {r.flash:,} of {r.flash:,} B (100.0 %), "
+                       f"RAM {r.ram:,} of {2 * r.ram:,} B (50.0 %); 2 region budgets and 1 component budget met"], err
+    code, _, err = invoke("size", str(elf))  # no board, no budget: nothing was checked, and the line says so
+    assert code == 0 and f"armgen: no budget checked: flash {r.flash:,} B (no budget), " in err, err
 
 
 @needs_gcc
@@ -397,6 +406,8 @@ def test_over_budget_exit_1_names_each_overrun(tmp_path: Path, fw: tuple[Path, P
         ("[budgets]\nflsh = 10\n", "unknown key 'budgets.flsh'"),
         ("[budgets]\nram = -4\n", "budget 'budgets.ram' is negative (-4)"),
         ('[budgets]\nflash = "-1 KiB"\n', "budget 'budgets.flash' is negative"),
+        ('[budgets]\nflash = "40 kb"\n', "budget 'budgets.flash' is in bits: '40 kb' (a lower-case b means bits); "
+                                          "write '40 kB' (40,000 B), '40 KiB' (40,960 B) or plain bytes"),
         ("[budgets.components]\nruntime = 10\n", "unknown key 'budgets.components.runtime'"),
         ("[budgets.regions]\nDTCM = 10\n", "unknown key 'budgets.regions.DTCM': board two_region has no region DTCM"),
         ('[budgets.regions]\nRAM = "17 KiB"\n', "'budgets.regions.RAM' = 17408 B is larger than region RAM (16384 B usable"),

@@ -211,7 +211,7 @@ def test_growth_budget_ratchet(tmp_path: Path, board_file: Path) -> None:
 
 @needs_gcc
 @pytest.mark.parametrize("case", ["other_board", "corrupt", "future", "old_version", "missing_map", "growth_key",
-                                  "growth_unit"])
+                                  "growth_unit", "growth_bits"])
 def test_bad_input_is_one_line_exit_2(tmp_path: Path, pair: tuple[Path, Path], board_file: Path, case: str) -> None:
     old, new = pair
     args = [str(new)]
@@ -235,10 +235,13 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, pair: tuple[Path, Path], b
         args += ["--map", str(tmp_path / "nope.map")]
         want = "nope.map: no such file"
     else:
-        text = 'growth.flashy = "1 KiB"' if case == "growth_key" else 'growth.flash = "1 KiBs"'
+        text, want = {
+            "growth_key": ('growth.flashy = "1 KiB"', "unknown key 'budgets.growth.flashy'"),
+            "growth_unit": ('growth.flash = "1 KiBs"', "not a size: '1 KiBs'"),
+            "growth_bits": ('growth.flash = "1 kb"', "growth budget 'budgets.growth.flash' is in bits: '1 kb'"),
+        }[case]
         (tmp_path / "b.toml").write_text(f"[budgets]\n{text}\n")
         args += ["--budget", str(tmp_path / "b.toml"), "--write-baseline", str(tmp_path / "bl.json")]
-        want = "unknown key 'budgets.growth.flashy'" if case == "growth_key" else "not a size: '1 KiBs'"
     got, out, err = invoke("size", *args, "--format", "markdown")
     assert got == 2, (out, err)
     lines = [x for x in err.splitlines() if x.startswith("armgen: error:")]

@@ -3,7 +3,10 @@ does to the compiled program (int8 CMSIS-NN kernels), and the firmware bit-exact
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
+import re
 import runpy
 from pathlib import Path
 
@@ -87,6 +90,35 @@ def test_a_graph_without_conv1d_is_left_alone():
     graph = torch.export.export(model, (torch.randn(1, 8),)).module(check_guards=False)
     result = Conv1dToConv2dPass((torch.randn(1, 8),)).call(graph)
     assert not result.modified and result.graph_module is graph
+
+
+def _pass_modules():
+    """Every module of armgen.model.passes, imported."""
+    import armgen.model.passes as package
+
+    return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
+
+
+def test_readme_names_passes_that_exist_and_run():
+    """The README's pass paragraph named two classes that did not exist (`StridedConvWidthToChannels`,
+    `FoldPadIntoConv`): each pass it names in backticks must be armgen's own, in a list of
+    armgen.model.passes.order (so the compile stage runs it); each module it names must import."""
+    from armgen.model.passes import order
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("armgen's passes (`armgen.model.passes`")
+    section = readme[start:readme.index("stage by stage, in order.", start)]
+    names = re.findall(r"`([A-Za-z_][\w.]*)`", section)
+    passes = [n for n in names if "." not in n and ("_" in n or n[:1].isupper())]
+    modules = [n for n in names if n.startswith("armgen.")]
+    assert len(passes) >= 5 and modules, names  # the paragraph was found and read
+    run = {obj for name, value in vars(order).items() if name.isupper() and isinstance(value, tuple) for obj in value}
+    for name in passes:
+        owners = [m for m in _pass_modules() if hasattr(m, name) and getattr(m, name).__module__ == m.__name__]
+        assert owners, f"README names `{name}`, which is no pass of armgen.model.passes"
+        assert getattr(owners[0], name) in run, f"README names `{name}`, which armgen.model.passes.order does not run"
+    for name in modules:
+        importlib.import_module(name)
 
 
 @pytest.mark.slow

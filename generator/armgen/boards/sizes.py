@@ -24,14 +24,35 @@ def speed_rank(region: MemoryRegion) -> tuple[int, int]:
     return kind, region.base
 
 
+def _bits_message(number: str, unit: str, value: int | str) -> str:
+    """Why ``value`` (a unit ending in a lower-case ``b``, e.g. ``"40 kb"``) is refused, and what to write:
+    the byte units of the same prefix that give a whole number of bytes, then plain bytes."""
+    prefix = unit[:-1].lower()  # "", "k", "ki", "m", "mi", "gi"
+    options = [f"'{number} B'"]
+    if prefix:
+        decimal = {"k": "kB", "m": "MB"}.get(prefix[0])  # no GB in the grammar
+        binary = prefix[0].upper() + "iB"
+        options = []
+        for spelling in ((binary, decimal) if prefix.endswith("i") else (decimal, binary)):
+            if spelling is None:
+                continue
+            n = Fraction(number) * _SIZE_UNITS[spelling.lower()]
+            if n.denominator == 1:  # a spelling the grammar takes for this number
+                options.append(f"'{number} {spelling}' ({int(n):,} B)")
+    return f"in bits: {value!r} (a lower-case b means bits); write {', '.join(options)} or plain bytes"
+
+
 def parse_size(value: int | str) -> int:
-    """Return bytes for an int or a string such as ``"512 KiB"``, ``"5.5 MiB"``, ``"64 KB"``, ``"100"``:
-    armgen's one size grammar (board files, budgets). Units, case-insensitive: ``B``, ``KiB`` (1024),
-    ``MiB``, ``GiB``, ``KB`` (1000), ``MB``; decimals only where the result is a whole number of bytes.
+    """Return bytes for an int or a string such as ``"512 KiB"``, ``"5.5 MiB"``, ``"64 kB"``, ``"100"``:
+    armgen's one size grammar (board files, budgets). Units: ``B``, ``KiB`` (1024), ``MiB``, ``GiB``,
+    ``kB`` (1000), ``MB``, the prefix in either case (``KB`` = ``kB``); decimals only where the result is
+    a whole number of bytes. The ``B`` must be upper-case: a lower-case ``b`` means bits (``"40 kb"`` is
+    40 kilobits), so such a unit is refused rather than read as bytes.
 
     Raises:
-        ValueError: a boolean, a negative size, an unknown unit or a fraction of a byte; the message
-            says which ("negative ...", "not a size: ...", "not a whole number of bytes: ...").
+        ValueError: a boolean, a negative size, an unknown unit, a unit in bits or a fraction of a byte;
+            the message says which ("negative ...", "not a size: ...", "in bits: ... write ...",
+            "not a whole number of bytes: ...").
     """
     if isinstance(value, bool):
         raise ValueError(f"not a size: {value!r}")
@@ -46,6 +67,8 @@ def parse_size(value: int | str) -> int:
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _SIZE_UNITS:
         raise ValueError(f"not a size: {value!r} (use bytes, B, KiB, MiB, GiB, KB or MB)")
+    if m.group(2).endswith("b"):
+        raise ValueError(_bits_message(m.group(1), m.group(2), value))
     n = Fraction(m.group(1)) * _SIZE_UNITS[unit]
     if n.denominator != 1:
         raise ValueError(f"not a whole number of bytes: {value!r}")

@@ -1,5 +1,5 @@
 """The `armgen` command group: options common to every command, and the one place that maps errors
-to exit codes (:class:`_Group`, see :mod:`armgen.errors`).
+to exit codes (:class:`_Group`, see :mod:`armgen.errors`; :data:`EXIT_INTERRUPTED` for Ctrl-C).
 
 The sub-commands (``armgen.cli.*_cmd``) register on :data:`main` by importing it from here;
 ``armgen/cli/__init__.py`` imports them all, so this module imports none of them (no import cycle).
@@ -19,6 +19,21 @@ from rich.markup import escape
 from armgen import __version__
 from armgen.cli._console import err_console
 from armgen.errors import ArmgenError
+
+#: Exit status of an interrupted command (Ctrl-C, SIGINT; click's Abort): the shell's 128 + SIGINT, apart
+#: from 1, which a CI gate reads as "over budget" (`armgen size`, `armgen build`).
+EXIT_INTERRUPTED = 130
+
+#: The exit statuses, as `armgen --help` ends (README "Commands" and :mod:`armgen.errors` say the same).
+EXIT_STATUS_HELP = (
+    "Exit status: 0 success; 1 over budget (size, build), outputs off the reference (run) or a check that "
+    f"failed (weights verify); 2 any other error; {EXIT_INTERRUPTED} interrupted (Ctrl-C)."
+)
+
+
+def _say_interrupted() -> None:
+    """The one line of an interrupted command (its status is :data:`EXIT_INTERRUPTED`; no traceback)."""
+    err_console.print("armgen: interrupted", highlight=False)
 
 
 def _executorch_version() -> str:
@@ -45,9 +60,9 @@ class _Group(click.Group):
                 where = exc.ctx.command_path if exc.ctx is not None else "armgen"
                 err_console.print(f"hint: see `{escape(where)} --help`", highlight=False, soft_wrap=True)
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            err_console.print("armgen: aborted")
-            sys.exit(1)
+        except (click.exceptions.Abort, KeyboardInterrupt):  # click turns a Ctrl-C outside `invoke` into Abort
+            _say_interrupted()
+            sys.exit(EXIT_INTERRUPTED)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context):
@@ -64,8 +79,8 @@ class _Group(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
-            err_console.print("armgen: stopped by user")
-            ctx.exit(130)
+            _say_interrupted()
+            ctx.exit(EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - last line of defence: one line, not a traceback
             if verbose:
                 traceback.print_exc()
@@ -78,7 +93,8 @@ class _Group(click.Group):
             ctx.exit(2)
 
 
-@click.group(name="armgen", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(name="armgen", cls=_Group, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EXIT_STATUS_HELP)
 @click.version_option(
     __version__,
     "--version",

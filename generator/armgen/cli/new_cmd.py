@@ -44,7 +44,7 @@ def _say(text: str) -> None:
 @click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None,
               help="Default: zephyr for boards Zephyr supports, baremetal for QEMU machines.")
 @click.option("--zephyr-release", default=None, metavar="RELEASE",
-              help="Zephyr release a Zephyr project is written for: 4.4 (default) or 3.7 (LTS); "
+              help="Zephyr release a Zephyr project is written for: 4.4 (default), 4.1 or 3.7 (LTS); "
                    "see modules/zephyr/releases.yaml.")
 @click.option("--backend", type=click.Choice(["cortex-m", "ethos-u"]), default=None,
               help="Default: ethos-u when the board has an NPU, cortex-m otherwise.")

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -189,11 +188,9 @@ def _compare_tables(cmp: SizeComparison) -> list[Table]:
 
 
 def _print(table: Table) -> None:
-    """Tables go to stdout; when it is not a terminal (CI logs, pipes) print wide instead of eliding."""
-    if out_console.is_terminal:
-        out_console.print(table)
-    else:
-        Console(file=out_console.file, highlight=False, width=160).print(table)
+    """Tables go to stdout; when it is not a terminal (CI logs, pipes) at their natural width, not elided
+    (:class:`armgen.cli._console._UnwrappedWhenPiped`)."""
+    out_console.print(table)
 
 
 def _violation_dict(v: Violation) -> dict[str, Any]:
@@ -316,6 +313,29 @@ def _print_text(doc: dict[str, Any], report: ElfSizeReport, comparison: SizeComp
         err_console.print(f"wrote {svg_written}", highlight=False, markup=False)
 
 
+def _within_line(report: ElfSizeReport, budgets: SizeBudgets, growth_checked: bool) -> str:
+    """The verdict line of an image without violations, the counterpart of the over-budget lines:
+    ``within budget: flash 430,232 of 524,288 B (82.1 %), RAM ...``, the other limits met counted;
+    ``no budget checked: ...`` when there was nothing to check (no board, no [budgets])."""
+    parts = []
+    for name, used, limit in (("flash", report.flash, budgets.flash), ("RAM", report.ram, budgets.ram)):
+        if limit is None:
+            parts.append(f"{name} {used:,} B (no budget)")
+        else:
+            share = f" ({100 * used / limit:.1f} %)" if limit else ""
+            parts.append(f"{name} {used:,} of {limit:,} B{share}")
+    others = [f"{n} {what} budget{'s' if n > 1 else ''}"
+              for what, n in (("region", len(budgets.regions)), ("component", len(budgets.components))) if n]
+    if budgets.flash is None and budgets.ram is None and not others and not growth_checked:
+        return "no budget checked: " + ", ".join(parts)
+    line = "within budget: " + ", ".join(parts)
+    if others:
+        line += f"; {' and '.join(others)} met"
+    if growth_checked:
+        line += "; growth over the baseline within [budgets.growth]"
+    return line
+
+
 def _write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it (no half-written file on failure)."""
     tmp = path.with_name(f".{path.name}.tmp")
@@ -423,3 +443,6 @@ def size_command(target: Path, budget_file: Path | None, fmt: str | None, as_jso
         err_console.print(f"armgen: {label}: {v.message}", highlight=False, soft_wrap=True, markup=False)
     if violations:
         raise click.exceptions.Exit(1)
+    growth_checked = baseline_doc is not None and bool(budgets.growth)
+    err_console.print(f"armgen: {_within_line(report, budgets, growth_checked)}", highlight=False, soft_wrap=True,
+                      markup=False)

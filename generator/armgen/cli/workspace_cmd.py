@@ -38,7 +38,7 @@ def _size(n: int) -> str:
 def workspace() -> None:
     """Pinned upstream sources (ExecuTorch, CMSIS-NN, CMSIS_6, Ethos-U driver, optional Zephyr) in a west
     workspace, from modules/west.yml. Default location: $ARMGEN_WORKSPACE, else
-    ~/.local/share/armgen/workspace; a Zephyr workspace: $ARMGEN_WORKSPACE_ZEPHYR_<R> (R = 4_4, 3_7),
+    ~/.local/share/armgen/workspace; a Zephyr workspace: $ARMGEN_WORKSPACE_ZEPHYR_<R> (R = 4_4, 4_1, 3_7),
     else $ARMGEN_WORKSPACE, else ~/.local/share/armgen/workspace-zephyr-<R> (the default workspace when it
     already holds that release)."""
 
@@ -77,7 +77,7 @@ def workspace() -> None:
     "--zephyr-release",
     default=None,
     metavar="RELEASE",
-    help="With --zephyr: 4.4 (default) or 3.7 (modules/zephyr/releases.yaml). One release per workspace.",
+    help="With --zephyr: 4.4 (default), 4.1 or 3.7 (modules/zephyr/releases.yaml). One release per workspace.",
 )
 @click.option(
     "--benchmarks/--no-benchmarks",

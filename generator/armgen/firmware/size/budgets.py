@@ -20,10 +20,11 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 def parse_size(value: object, key: str, source: str) -> int:
     """Parse a budget size, an int (bytes) or a string ``"<number> <unit>"``, with armgen's one size
-    grammar (:func:`armgen.boards.parse_size`: ``B``, ``KiB``, ``MiB``, ``GiB``, ``KB``, ``MB``).
+    grammar (:func:`armgen.boards.parse_size`: ``B``, ``KiB``, ``MiB``, ``GiB``, ``kB``, ``MB``).
 
     Raises:
-        SizeError: negative, fractional, boolean or unparseable values, naming ``key`` and ``source``.
+        SizeError: negative, fractional, boolean or unparseable values, and units in bits (``"40 kb"``),
+            naming ``key`` and ``source``.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise SizeError(f"{source}: budget '{key}' must be bytes (int) or a string like \"512 KiB\", not {value!r}")
