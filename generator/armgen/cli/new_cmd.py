@@ -55,8 +55,9 @@ def _say(text: str) -> None:
                    "image on the board's QEMU machine and sizes the stack to its high-water mark x 1.25 "
                    "(bare metal, QEMU boards). `armgen run` prints the high-water mark.")
 @click.option("--force", is_flag=True,
-              help="Replace an existing project directory: every file armgen generates is overwritten "
-                   "(edits to them are lost); build/ and files armgen does not generate (your own) are kept.")
+              help="Replace an existing armgen project directory (one holding armgen.toml; any other directory is "
+                   "refused): every file armgen generates is overwritten (edits to them are lost); build/ and files "
+                   "armgen does not generate (your own) are kept.")
 @click.option("--frontend", type=click.Choice(["mfcc"]), default=None,
               help="Generate the model's audio front end in C (its source's FRONTEND declaration, e.g. "
                    "kws's MLPerf Tiny MFCC) on CMSIS-DSP: the firmware takes 16-bit PCM; bare metal.")
