@@ -1,5 +1,5 @@
 """The firmware's exit statuses, one table for the code that writes them (render: the generated
-``src/app/armgen_exit_codes.h``, used by every template that calls ``armgen_exit``) and the code that
+``src/armgen/armgen_exit_codes.h``, used by every template that calls ``armgen_exit``) and the code that
 reads them (run: QEMU's exit status is the firmware's, through semihosting ``SYS_EXIT_EXTENDED``).
 
 A run that stops prints an ``ARMGEN error <name> <where>`` line first (:mod:`armgen.firmware.console_protocol`);

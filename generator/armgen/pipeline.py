@@ -32,9 +32,12 @@ def new_project(
     name: str, board_name: str, *, model: str | None, weights: str | None, rtos: str | None,
     calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | str | None, force: bool,
-    say: Say, frontend: str | None = None, zephyr_development_tree: bool = False,
+    say: Say, frontend: str | None = None, zephyr_development_tree: bool = False, render_only: bool = False,
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
+
+    ``render_only``: for ``armgen update``: the project ``out_dir/name`` exists; render the new version
+    (keeping its ``[budgets]``) without writing anything (``written`` is None).
 
     The cheap checks (board, name, backend, RTOS, Zephyr release, stack size, an existing directory)
     come first: nothing is compiled or written for bad input. ``say`` gets the notes and warnings.
@@ -75,10 +78,10 @@ def new_project(
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
     dest = out_dir.expanduser().resolve() / name
-    if dest.exists() and not force:
+    if dest.exists() and not force and not render_only:
         raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
     if force:
-        from armgen.project.render import check_replaceable
+        from armgen.project.record import check_replaceable
 
         check_replaceable(dest)  # a directory armgen did not make is never replaced: before compiling
 
@@ -104,13 +107,15 @@ def new_project(
         )
         if stack_auto:
             spec = dataclasses.replace(spec, stack_auto=True)
-        kept_budgets = _user_budgets(dest) if force else None
+        if calibration is not None:
+            spec = dataclasses.replace(spec, calibration=str(Path(calibration).expanduser().resolve()))
+        kept_budgets = _user_budgets(dest) if force or render_only else None
         if kept_budgets is not None:
             spec = dataclasses.replace(spec, budgets=kept_budgets)
         standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say,
                                   development_tree=zephyr_development_tree)
         rendered = render_project(spec, standin)
-        written = write_project_result(rendered, out_dir, force=force)
+        written = None if render_only else write_project_result(rendered, out_dir, force=force)
 
     return NewProject(spec, rendered, written)
 

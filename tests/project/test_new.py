@@ -44,7 +44,7 @@ def test_bare_metal_project_files(kws_spec):
         "linker/kws.ld", "model/kws.pte", "model/kws.report.json", "model/selected_operators.yaml",
         "src/main.cpp", "src/model/armgen_model.h", "src/model/armgen_model.cpp", "src/model/armgen_pools.c",
         "src/model/armgen_model_pte.S", "src/platform/startup.c", "src/platform/platform.c",
-        "src/platform/et_pal.cpp", "src/app/sample_io.c", "src/app/armgen_print.c",
+        "src/platform/et_pal.cpp", "src/armgen/sample_io.c", "src/armgen/armgen_print.c",
     ):  # fmt: skip
         assert path in files, path
     assert "src/platform/npu.c" not in files and "cmake/ethos_u.cmake" not in files  # no NPU here
@@ -63,7 +63,7 @@ def test_bare_metal_project_files(kws_spec):
     assert f"#define ARMGEN_POOL_METHOD_SIZE {kws_spec.method_allocator_bound}u" in pools_h
     # Outputs are read in place from the planned output tensor: the example keeps no output buffer.
     main_cpp, model_h = files["src/main.cpp"].decode(), files["src/model/armgen_model.h"].decode()
-    report_cpp = files["src/app/armgen_report.h"].decode()
+    report_cpp = files["src/armgen/armgen_report.h"].decode()
     assert "const void* armgen_model_output_buffer(size_t index);" in model_h
     assert "armgen_model_output_buffer(0)" in report_cpp and "g_output" not in main_cpp + report_cpp
     # kws has no temp pool: the lookup scratch of load_method borrows planned_1 (spec.load_scratch).

@@ -337,7 +337,7 @@ def test_structure_matches_upstream_sample(projects, board):
     assert sorted(p for p in files if p.startswith("boards/")) == [f"boards/{stem}.conf", f"boards/{stem}.overlay"]
     assert "src/platform/platform.c" in files and "src/platform/et_pal.cpp" not in files
     # The shared model API and main come from templates/common unchanged (not forked).
-    for shared in ("src/main.cpp", "src/model/armgen_model.cpp", "src/model/armgen_pools.c", "src/app/armgen_print.c"):
+    for shared in ("src/main.cpp", "src/model/armgen_model.cpp", "src/model/armgen_pools.c", "src/armgen/armgen_print.c"):
         assert shared in files
     cmake = _text(files, "CMakeLists.txt")
     assert "find_package(Zephyr REQUIRED HINTS $ENV{ZEPHYR_BASE})" in cmake

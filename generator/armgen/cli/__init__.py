@@ -13,6 +13,7 @@ from armgen.cli import (  # noqa: F401 - imported to register the sub-commands o
     new_cmd,
     run_cmd,
     size_cmd,
+    update_cmd,
     weights_cmd,
     workspace_cmd,
 )

@@ -84,6 +84,9 @@ def new_cmd(
     from armgen.model.pretrained import offline_mode
     from armgen.pipeline import new_project
 
+    if force and (out_dir / name / "armgen.toml").is_file():
+        _say(f"note: {out_dir / name} is an armgen project: `armgen update {out_dir / name}` takes a new model or "
+             "armgen in and keeps your edits; --force replaces every file armgen generates")
     with offline_mode(offline):
         made = new_project(
             name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,

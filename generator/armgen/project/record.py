@@ -4,7 +4,9 @@ One class, :class:`ProjectRecord`, owns the file: :meth:`ProjectRecord.to_toml` 
 :func:`read_record` / :func:`load_project` read it, for ``armgen build``, ``armgen size``, ``armgen run``
 and ``benchmarks/``. The record carries ``schema_version`` (:data:`SCHEMA_VERSION`); a record without
 it was written before the key existed (armgen 0.1.0, the same keys) and reads as version 1; a newer
-version than this armgen knows is refused with one line.
+version than this armgen knows is refused with one line. Version 2 added ``[files]`` (the SHA-256 of
+every file armgen wrote, what ``armgen update`` compares your tree with) and ``[model] calibration``;
+a version 1 record reads with neither.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from armgen.errors import ArmgenError, ProjectError
 #: File name of the record in a project directory.
 RECORD_FILE = "armgen.toml"
 #: Version of the record's layout this armgen writes and reads. Bump it when a key changes meaning.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Keys ``armgen build`` and ``armgen run`` need (``armgen size`` makes do with fewer).
 REQUIRED_KEYS = ("name", "board", "rtos", "backend", "elf", "map")
 
@@ -33,6 +35,7 @@ class ModelEntry:
         source: ``sample:<name>``, a model path, or a ``.pte`` path. pte: the program (``model/<name>.pte``).
         sha256: the program's SHA-256 (hex). report: the program report (``model/<name>.report.json``).
         weights: trained weights a sample was loaded with. labels: the output classes' names.
+        calibration: the representative inputs the program was calibrated with (None: the model's own).
     """
 
     source: str
@@ -41,6 +44,7 @@ class ModelEntry:
     report: str | None = None
     weights: str | None = None
     labels: tuple[str, ...] = ()
+    calibration: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,8 @@ class ProjectRecord:
         budgets: ``[budgets]`` as written (bytes or size strings; :mod:`armgen.firmware.size` parses it).
         frontend: ``[frontend]``: the audio front end's parameters
             (:meth:`armgen.model.frontend.MfccFrontend.as_record`), None without one.
+        files: ``[files]``: project-relative path -> SHA-256 (hex) of every file armgen wrote (the record
+            itself left out); empty in a version 1 record.
     """
 
     root: Path
@@ -103,6 +109,7 @@ class ProjectRecord:
     pools: tuple[PoolEntry, ...] = ()
     budgets: dict[str, Any] | None = None
     frontend: dict[str, Any] | None = None
+    files: dict[str, str] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -160,11 +167,11 @@ class ProjectRecord:
                 top[key] = value
         lines = [
             "# armgen project record: what this firmware was generated from and how its memory is planned.",
-            "# Read by `armgen build`, `armgen size` and `armgen run`; regenerate with `armgen new --force`.",
+            "# Read by `armgen build`, `armgen size` and `armgen run`; `armgen update` takes a new model or armgen in.",
         ]
         lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
         if self.model is not None:
-            model = {k: getattr(self.model, k) for k in ("source", "weights", "pte", "report", "sha256")}
+            model = {k: getattr(self.model, k) for k in ("source", "weights", "calibration", "pte", "report", "sha256")}
             model["labels"] = list(self.model.labels) or None
             lines += ["", "[model]"] + [f"{k} = {_toml_value(v)}" for k, v in model.items() if v is not None]
         if self.frontend is not None:
@@ -181,10 +188,13 @@ class ProjectRecord:
         for p in self.pools:
             lines += ["", "[[pools]]"] + [f"{k} = {_toml_value(v)}" for k, v in p.as_dict().items()]
         lines += ["", "# Size limits checked by `armgen size` (bytes, or strings such as \"512 KiB\"); yours:",
-                  "# `armgen new --force` keeps this table. flash and ram default to the board's budgets",
-                  "# (`armgen boards show BOARD`); set them here to tighten. [budgets.growth]: growth allowed",
-                  "# over size-baseline.json."]
+                  "# `armgen update` and `armgen new --force` keep this table. flash and ram default to the",
+                  "# board's budgets (`armgen boards show BOARD`); set them here to tighten. [budgets.growth]:",
+                  "# growth allowed over size-baseline.json."]
         lines += _budget_lines(self.budgets or {})
+        if self.files:
+            lines += ["", "# SHA-256 of every file armgen wrote: `armgen update` tells your edits from its changes."]
+            lines += ["[files]"] + [f"{_toml_value(k)} = {_toml_value(v)}" for k, v in sorted(self.files.items())]
         return ("\n".join(lines) + "\n").encode()
 
 
@@ -229,6 +239,24 @@ def load_project(project: Path | str | None = None, *, hint: str | None = None) 
     return read_record(root / RECORD_FILE)
 
 
+def check_replaceable(dest: Path) -> None:
+    """Whether ``--force`` may replace ``dest``: absent, or a directory holding an ``armgen.toml`` (a
+    project armgen made). A directory of the user's, a file or a symlink is never replaced.
+
+    Raises:
+        ProjectError: ``dest`` exists and is not an armgen project directory (one line, nothing written).
+    """
+    if not (dest.exists() or dest.is_symlink()):
+        return
+    if not dest.is_dir() or dest.is_symlink():
+        raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
+    if not (dest / RECORD_FILE).is_file():
+        raise ProjectError(
+            f"{dest} is not an armgen project (no {RECORD_FILE}): --force replaces only a project armgen made",
+            hint="choose another NAME or --out",
+        )
+
+
 def _from_table(
     data: dict[str, Any], path: Path, error: type[ArmgenError], required: tuple[str, ...]
 ) -> ProjectRecord:
@@ -261,6 +289,7 @@ def _from_table(
         pools=_pools(data.get("pools", []), path, error),
         budgets=_table(data, "budgets", path, error) if "budgets" in data else None,
         frontend=_table(data, "frontend", path, error) if "frontend" in data else None,
+        files={str(k): str(v) for k, v in _table(data, "files", path, error).items()},
     )
 
 
@@ -287,7 +316,7 @@ def _model(value: Any, path: Path, error: type[ArmgenError]) -> ModelEntry | Non
         return None
     if not isinstance(value, Mapping):
         raise error(f"{path}: [model] must be a table")
-    fields = {k: value.get(k) for k in ("source", "pte", "sha256", "report", "weights")}
+    fields = {k: value.get(k) for k in ("source", "pte", "sha256", "report", "weights", "calibration")}
     bad = next((k for k, v in fields.items() if v is not None and not isinstance(v, str)), None)
     if bad is not None:
         raise error(f"{path}: [model] {bad!r} must be a string")
@@ -295,7 +324,8 @@ def _model(value: Any, path: Path, error: type[ArmgenError]) -> ModelEntry | Non
     if not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
         raise error(f"{path}: [model] 'labels' must be a list of strings")
     return ModelEntry(source=fields["source"] or "", pte=fields["pte"] or "", sha256=fields["sha256"] or "",
-                      report=fields["report"], weights=fields["weights"], labels=tuple(labels))
+                      report=fields["report"], weights=fields["weights"], labels=tuple(labels),
+                      calibration=fields["calibration"])
 
 
 def _pools(value: Any, path: Path, error: type[ArmgenError]) -> tuple[PoolEntry, ...]:

@@ -20,6 +20,7 @@ only what depends on the model), its ``build/`` directory and every file armgen 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import re
@@ -41,7 +42,8 @@ from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
 from armgen.project.flash_watch import flash_watch_context
 from armgen.project.options import reads_input_file, validate_name
-from armgen.project.record import RECORD_FILE, ModelEntry, PoolEntry, ProjectRecord
+from armgen.project.ownership import BASE_DIR, user_owned
+from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord, check_replaceable
 from armgen.project.spec import ProjectSpec
 
 #: Values per line in generated C arrays.
@@ -115,7 +117,7 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     run_files = (["armgen_input_file.c", "armgen_input_file.h"] if _semihosting(spec) else []) + (
         ["armgen_semihost.h"] if _semihost_calls(spec) else [])
     for run_file in run_files:
-        files[f"src/app/{run_file}"] = (TEMPLATES_DIR / "common" / "run" / run_file).read_bytes()
+        files[f"src/armgen/{run_file}"] = (TEMPLATES_DIR / "common" / "run" / run_file).read_bytes()
 
     # The program itself and what it was made with.
     try:
@@ -129,10 +131,14 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     except OSError as exc:
         raise ProjectError(f"cannot read the compiled program: {exc}") from exc
     files["model/selected_operators.yaml"] = selected_ops
-    files["armgen.toml"] = project_record(spec, standin)
     if standin is not None:
         for rel, data in render_project(standin).files.items():
             files[f"{STANDIN_DIR}/{standin.board.name}/{rel}"] = data
+    # What `armgen update` needs: the pristine text of your files (its merge base) and every file's digest.
+    for rel in user_owned(sorted(files)):
+        files[f"{BASE_DIR}/{rel}"] = files[rel]
+    digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+    files["armgen.toml"] = project_record(spec, standin, digests)
     return RenderedProject(name=spec.name, files=dict(sorted(files.items())))
 
 
@@ -159,7 +165,8 @@ def write_project(rendered: RenderedProject, out_dir: Path, *, force: bool = Fal
     return write_project_result(rendered, out_dir, force=force).path
 
 
-def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: bool = False) -> WriteResult:
+def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: bool = False,
+                         drop: frozenset[str] = frozenset()) -> WriteResult:
     """Write a rendered project to ``out_dir/<name>`` atomically.
 
     The files go into a temporary directory beside the destination, which then replaces it with
@@ -170,6 +177,7 @@ def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: boo
         force: replace an existing project directory. Generated files are replaced (unchanged ones
             keep their modification times); its ``build/`` is kept, and every other file armgen
             does not generate (the user's own sources, notes) is carried over unchanged.
+        drop: files of the old project not to carry over (``armgen update``: no longer generated).
 
     Returns:
         WriteResult: the project directory and the files kept from the old project.
@@ -185,7 +193,7 @@ def write_project_result(rendered: RenderedProject, out_dir: Path, *, force: boo
     out_dir = Path(out_dir).expanduser().resolve()
     dest = _destination(out_dir, rendered.name, force)
     replacing = force and dest.is_dir()
-    kept = _user_files(dest, rendered) if replacing else ()
+    kept = tuple(p for p in _user_files(dest, rendered) if p not in drop) if replacing else ()
     tmp = Path(tempfile.mkdtemp(prefix=f".{rendered.name}.armgen-", dir=out_dir))
     moved_build = False
     try:
@@ -238,24 +246,6 @@ def _destination(out_dir: Path, name: str, force: bool) -> Path:
     except OSError as exc:
         raise ProjectError(f"cannot create output directory {out_dir}: {exc}") from exc
     return dest
-
-
-def check_replaceable(dest: Path) -> None:
-    """Whether ``--force`` may replace ``dest``: absent, or a directory holding an ``armgen.toml`` (a
-    project armgen made). A directory of the user's, a file or a symlink is never replaced.
-
-    Raises:
-        ProjectError: ``dest`` exists and is not an armgen project directory (one line, nothing written).
-    """
-    if not (dest.exists() or dest.is_symlink()):
-        return
-    if not dest.is_dir() or dest.is_symlink():
-        raise ProjectError(f"{dest} exists and is not a directory; refusing to replace it")
-    if not (dest / RECORD_FILE).is_file():
-        raise ProjectError(
-            f"{dest} is not an armgen project (no {RECORD_FILE}): --force replaces only a project armgen made",
-            hint="choose another NAME or --out",
-        )
 
 
 def _fill(tmp: Path, dest: Path, rendered: RenderedProject, kept: tuple[str, ...], force: bool) -> None:
@@ -371,8 +361,9 @@ def kernel_table_slots(selected_operators: bytes) -> int:
     return max(1, count)
 
 
-def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> bytes:
-    """``armgen.toml``: the project record later commands (build, size, run) read.
+def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None, files: dict[str, str] | None = None) -> bytes:
+    """``armgen.toml``: the project record later commands (build, size, run, update) read. ``files``: the
+    record's ``[files]`` (path -> SHA-256 of every other file of the project).
 
     See :class:`armgen.project.record.ProjectRecord` for its keys; ``elf``/``map`` are where west
     (``build/zephyr/zephyr.elf``) or the bare-metal CMake project (``build/<name>.elf``) writes them.
@@ -400,6 +391,7 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
             report=f"model/{spec.report_path.name}" if spec.report_path is not None else None,
             sha256=spec.report.pte_sha256,
             labels=spec.class_labels,
+            calibration=spec.calibration,
         ),
         regions={"code": spec.code_region, "model": spec.model_region, "data": spec.data_region,
                  "stack": spec.stack_region},
@@ -409,6 +401,7 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None) -> byt
         pools=tuple(PoolEntry(p.name, p.bytes, p.region, p.section) for p in spec.pools),
         budgets=_own_budgets(spec),
         frontend=spec.frontend.as_record() if spec.frontend is not None else None,
+        files=dict(files or {}),
     )
     return record.to_toml()
 

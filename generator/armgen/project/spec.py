@@ -196,6 +196,7 @@ class ProjectSpec:
     frontend: MfccFrontend | None = None
     class_labels: tuple[str, ...] = ()
     stack_auto: bool = False
+    calibration: str | None = None
 
     @property
     def target(self) -> str:

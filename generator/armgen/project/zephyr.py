@@ -578,7 +578,7 @@ def _prj_conf(spec: ProjectSpec) -> list[tuple[str, list[str]]]:
     ))
     prj_conf.append((
         "A lean single-application kernel: printk through the console UART by polling, with the small "
-        "formatter (armgen prints through its own, src/app/armgen_print.c); no boot banner, no time "
+        "formatter (armgen prints through its own, src/armgen/armgen_print.c); no boot banner, no time "
         "slicing, the C library's printf without floating point.",
         ["CONFIG_CBPRINTF_NANO=y", "CONFIG_PICOLIBC_IO_FLOAT=n", "CONFIG_BOOT_BANNER=n", "CONFIG_TIMESLICING=n",
          "CONFIG_UART_INTERRUPT_DRIVEN=n"],

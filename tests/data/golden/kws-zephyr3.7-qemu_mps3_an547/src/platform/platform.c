@@ -39,7 +39,7 @@ void armgen_platform_init(void) {
 /* QEMU: end the emulation with the firmware's status through Arm semihosting: SYS_EXIT_EXTENDED
  * with ADP_Stopped_ApplicationExit and the status, so qemu-system-arm -semihosting-config enable=on
  * exits with it. Zephyr's own semihost_exec() has no exit operation, hence armgen's own call
- * (src/app/armgen_semihost.h), as in src/app/armgen_input_file.c. */
+ * (src/armgen/armgen_semihost.h), as in src/armgen/armgen_input_file.c. */
 void armgen_exit(int status) {
   uint32_t block[2] = {ARMGEN_ADP_STOPPED_APPLICATION_EXIT, (uint32_t)status};
   armgen_semihost(ARMGEN_SYS_EXIT_EXTENDED, block);

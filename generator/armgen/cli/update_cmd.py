@@ -1,0 +1,115 @@
+"""`armgen update [PROJECT]`: take a retrained model, new weights or a newer armgen into a project
+without losing the team's edits (:mod:`armgen.project.update`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from armgen.cli._console import err_console, out_console, print_table
+from armgen.cli.group import main, offline_option
+from armgen.cli.new_cmd import _StackSize
+from armgen.workspace import OTHER_RELEASE_ENV
+
+#: How each action reads in the plan's table.
+_SAYS = {
+    "add": "add", "replace": "replace (armgen's, untouched)", "same": "unchanged", "keep": "keep (yours)",
+    "merge": "merge (yours + armgen's)", "conflict": "CONFLICT", "restore": "restore (you deleted it)",
+    "deleted": "stays deleted (yours)", "remove": "remove (no longer generated)",
+}
+
+
+def _say(text: str) -> None:
+    err_console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+@main.command("update")
+@click.argument("project", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--model", default=None, help="A new model source (.py / .py:attr / .pt2 / .pte); default: the "
+                                            "record's, compiled again.")
+@click.option("--weights", default=None, help="Trained float .tflite for a built-in sample; default: the record's.")
+@click.option("--calibration", default=None, metavar="PATH",
+              help="Representative inputs for int8 calibration; default: the record's.")
+@click.option("--stack-size", type=_StackSize(), default=None, metavar="BYTES|auto",
+              help="Main stack in bytes or 'auto'; default: the record's.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and the diff; write nothing.")
+@offline_option()
+def update_cmd(project: Path | None, model: str | None, weights: str | None, calibration: str | None,
+               stack_size: int | str | None, dry_run: bool, offline: bool) -> None:
+    """Re-render PROJECT (default: .) from its record plus the changes given, and keep your edits.
+
+    Per file: armgen's untouched files are replaced; your edits are kept; where both changed, your
+    file is merged three ways (git merge-file) and a conflict gets markers, your version saved beside
+    it as <file>.mine and exit status 1. Atomic: an error or Ctrl-C leaves the project as it was.
+    """
+    from armgen.errors import ModelError, ProjectError
+    from armgen.model.pretrained import offline_mode
+    from armgen.pipeline import UNTRAINED_WEIGHTS, new_project
+    from armgen.project.record import load_project
+    from armgen.project.render import RenderedProject, write_project_result
+    from armgen.project.update import plan_update, unified_diff
+
+    record = load_project(project, hint="pass the directory of a project `armgen new` made")
+    root = record.root
+    if record.name != root.name:
+        raise ProjectError(f"{root}: the directory is named {root.name!r}, its record says {record.name!r}",
+                           hint=f"rename the directory back to {record.name}")
+    source = record.model.source if record.model else ""
+    if model is None and source and not source.startswith("sample:"):
+        if source.lower().endswith(".pte"):
+            raise ProjectError("the project was made from a compiled .pte: pass --model with the new program or source")
+        if not Path(source).exists():
+            raise ModelError(f"the model source the record names is gone: {source}", hint="pass --model FILE")
+        model = source
+    if weights is None and record.model is not None and record.model.weights not in (None, UNTRAINED_WEIGHTS):
+        weights = record.model.weights
+    if calibration is None and record.model is not None:
+        calibration = record.model.calibration
+    if stack_size is None:
+        stack_size = record.memory.get("stack")
+    frontend = str(record.frontend.get("kind")) if record.frontend else None
+
+    with offline_mode(offline):
+        made = new_project(
+            str(record.name), str(record.board_spec), model=model, weights=weights, calibration=calibration,
+            rtos=record.rtos, zephyr_release=record.zephyr_release, backend=record.backend, out_dir=root.parent,
+            stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
+            zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
+        )
+    plan = plan_update(root, record, made.rendered.files)
+    for note in plan.notes:
+        _say(f"note: {note}")
+    _say("causes: " + ("; ".join(plan.causes) if plan.causes else "none (the new render equals the old)"))
+    table = Table(title=f"armgen update {root}" + (" (dry run: nothing written)" if dry_run else ""),
+                  title_justify="left")
+    for col in ("file", "owner", "action", "why armgen's version changed"):
+        table.add_column(col)
+    for a in plan.changed + [a for a in plan.actions if a.action == "keep" and a.owner == "user"]:
+        beside = f" -> {a.beside[0]}" if a.beside else ""
+        table.add_row(escape(a.path), "you" if a.owner == "user" else "armgen", escape(_SAYS[a.action] + beside),
+                      escape("; ".join(a.causes)))
+    print_table(table)
+    if dry_run:
+        out_console.print(unified_diff(root, plan), markup=False, highlight=False, soft_wrap=True, end="")
+        if plan.conflicts:
+            _say(f"would conflict: {', '.join(a.path for a in plan.conflicts)}")
+        return
+    write_project_result(RenderedProject(str(record.name), plan.files), root.parent, force=True, drop=plan.drop)
+    unchanged = sum(a.action in ("same", "keep") for a in plan.actions)
+    _say(f"updated {root}: {len(plan.changed)} files changed, {unchanged} unchanged or yours")
+    if plan.conflicts:
+        names = ", ".join(a.path for a in plan.conflicts)
+        raise click.exceptions.Exit(_conflict_exit(names))
+    _say(f"next: armgen build {root}")
+
+
+def _conflict_exit(names: str) -> int:
+    """Say which files conflict (one line) and return the exit status of a conflict (1)."""
+    err_console.print(f"[bold red]armgen: conflict:[/] {escape(names)}: both you and armgen changed them; "
+                      "resolve the markers (your version is beside each as <file>.mine), then build",
+                      highlight=False, soft_wrap=True)
+    return 1

@@ -1,0 +1,311 @@
+"""``armgen update``: a new render of a project merged with the tree the team has edited since.
+
+The new render comes from the project record plus the changes asked for (a retrained model, new weights,
+a newer armgen); this module compares it, file by file, with the tree on disk and with what armgen wrote
+last (the record's ``[files]`` digests and, for your files, their pristine text under
+:data:`armgen.project.ownership.BASE_DIR`), as copier's ``copier update`` and cruft do for a template:
+
+=========================================  ==========================================================
+on disk                                    result
+=========================================  ==========================================================
+as armgen wrote it                         replaced by the new render (``replace``)
+edited by you, armgen's version unchanged  kept (``keep``)
+edited by you, armgen's version changed    your file: merged three ways (``git merge-file``) with the
+                                           pristine text as base (``merge``); overlapping changes get
+                                           conflict markers and your version is saved beside it as
+                                           ``<file>.mine`` (``conflict``). armgen's file: the new
+                                           version is written, yours saved as ``<file>.mine``
+                                           (``conflict``).
+missing                                    armgen's file is written again (``restore``); your file
+                                           stays deleted (``deleted``)
+new in the render                          written (``add``)
+no longer rendered                         removed if untouched (``remove``), else kept as yours
+=========================================  ==========================================================
+
+A record of schema 1 (no ``[files]``) cannot tell your edits from armgen's: armgen's files are replaced,
+your files kept, with armgen's new version beside each that differs (``<file>.armgen-new``), and a note.
+Each change of an armgen file carries its causes: the facts of the record and the program that moved
+(program, pools, operators, armgen and ExecuTorch versions), as :func:`causes` finds them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from armgen.errors import ProjectError
+from armgen.project.ownership import BASE_DIR, USER, owner_of
+from armgen.project.record import RECORD_FILE, ProjectRecord
+
+#: Suffix of your version of a file saved beside armgen's when both changed.
+MINE_SUFFIX = ".mine"
+#: Suffix of armgen's new version of your file, saved beside it when a schema 1 project has no merge base.
+ARMGEN_NEW_SUFFIX = ".armgen-new"
+
+
+@dataclass(frozen=True)
+class FileAction:
+    """What ``armgen update`` does with one file.
+
+    Attributes:
+        path: project-relative POSIX path. owner: ``"armgen"`` or ``"user"``. action: one of ``add``,
+        ``replace``, ``same``, ``keep``, ``merge``, ``conflict``, ``restore``, ``deleted``, ``remove``.
+        data: the file's new content (None: the file is left as it is, or removed). beside: a file saved
+        next to it (``<path>.mine`` / ``<path>.armgen-new``) and its content. causes: why armgen's version
+        changed (:func:`causes`), for the files armgen changed.
+    """
+
+    path: str
+    owner: str
+    action: str
+    data: bytes | None = None
+    beside: tuple[str, bytes] | None = None
+    causes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """Every file's :class:`FileAction`, the causes found, and the files to write / drop.
+
+    Attributes:
+        actions: one per file armgen writes or wrote, sorted by path. causes: all causes (:func:`causes`).
+        files: the new tree's generated files (path -> bytes), what the atomic write puts in place.
+        drop: files of the old project to leave out (no longer rendered and untouched).
+        notes: one-line notes (a schema 1 record).
+    """
+
+    actions: tuple[FileAction, ...]
+    causes: tuple[str, ...]
+    files: dict[str, bytes] = field(default_factory=dict)
+    drop: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def conflicts(self) -> list[FileAction]:
+        """The actions that ended in a conflict."""
+        return [a for a in self.actions if a.action == "conflict"]
+
+    @property
+    def changed(self) -> list[FileAction]:
+        """The actions that change the tree (all but ``same`` and ``keep``)."""
+        return [a for a in self.actions if a.action not in ("same", "keep")]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        return None
+
+
+def merge3(mine: bytes, base: bytes, theirs: bytes) -> tuple[bytes, bool]:
+    """Three-way merge of ``mine`` and ``theirs`` (armgen's new version) against ``base`` with
+    ``git merge-file``: (merged text, clean). Overlaps get markers labelled ``yours``/``armgen``.
+
+    Raises:
+        ProjectError: git is missing or ``git merge-file`` fails (a binary file, an I/O error).
+    """
+    with tempfile.TemporaryDirectory(prefix="armgen-merge-") as tmp:
+        paths = []
+        for name, data in (("mine", mine), ("base", base), ("theirs", theirs)):
+            (Path(tmp) / name).write_bytes(data)
+            paths.append(str(Path(tmp) / name))
+        try:
+            r = subprocess.run(["git", "merge-file", "-p", "-L", "yours", "-L", "pristine", "-L", "armgen", *paths],
+                               capture_output=True, check=False)
+        except FileNotFoundError:
+            raise ProjectError("git not found: armgen update merges your edits with `git merge-file`",
+                               hint="install git") from None
+    if r.returncode < 0 or r.returncode > 127:
+        raise ProjectError(f"git merge-file failed: {r.stderr.decode(errors='replace').strip()}")
+    return r.stdout, r.returncode == 0
+
+
+def _operators(data: bytes | None) -> set[str]:
+    if not data:
+        return set()
+    try:
+        doc = yaml.safe_load(data) or {}
+    except yaml.YAMLError:
+        return set()
+    return set((doc.get("operators") or {}).keys()) if isinstance(doc, dict) else set()
+
+
+def causes(
+    old: ProjectRecord, new_record: dict[str, Any], old_ops: set[str], new_ops: set[str]
+) -> dict[str, list[str]]:
+    """Why armgen's render changed, by kind: ``program``, ``pools``, ``operators``, ``versions``, ``memory``.
+
+    Args:
+        old: the project's record. new_record: the new ``armgen.toml`` as TOML data. old_ops / new_ops:
+            the operators of the old and new ``model/selected_operators.yaml``.
+    """
+    out: dict[str, list[str]] = {}
+    new_model = new_record.get("model") or {}
+    if old.model is None or old.model.sha256 != new_model.get("sha256"):
+        old_sha = old.model.sha256[:12] if old.model else "none"
+        out.setdefault("program", []).append(f"new program ({old_sha} -> {str(new_model.get('sha256', ''))[:12]})")
+    if old.model is not None and old.model.source != new_model.get("source"):
+        out.setdefault("program", []).append(f"model {old.model.source} -> {new_model.get('source')}")
+    if old.model is not None and (old.model.weights or None) != new_model.get("weights"):
+        out.setdefault("program", []).append(f"weights {old.model.weights} -> {new_model.get('weights')}")
+    old_pools = {p.name: p.bytes for p in old.pools}
+    new_pools = {p["name"]: p["bytes"] for p in new_record.get("pools", [])}
+    for name in sorted(old_pools.keys() | new_pools.keys()):
+        a, b = old_pools.get(name), new_pools.get(name)
+        if a != b:
+            pool = f"{'planned pool ' + name.split('_', 1)[1] if name.startswith('planned_') else name + ' pool'}"
+            out.setdefault("pools", []).append(
+                f"{pool} {'none' if a is None else f'{a:,}'} -> {'none' if b is None else f'{b:,} B'}")
+    for op in sorted(new_ops - old_ops):
+        out.setdefault("operators", []).append(f"new operator {op}")
+    for op in sorted(old_ops - new_ops):
+        out.setdefault("operators", []).append(f"operator {op} no longer used")
+    for key, what in (("armgen_version", "armgen"), ("executorch_version", "ExecuTorch")):
+        a, b = getattr(old, key), new_record.get(key)
+        if a != b:
+            out.setdefault("versions", []).append(f"{what} {a or '?'} -> {b}")
+    old_mem = {k: v for k, v in old.memory.items()}
+    new_mem = new_record.get("memory") or {}
+    for key in sorted(old_mem.keys() | new_mem.keys()):
+        if old_mem.get(key) != new_mem.get(key):
+            out.setdefault("memory", []).append(f"{key} {old_mem.get(key)} -> {new_mem.get(key)}")
+    return out
+
+
+#: Which kinds of cause (:func:`causes`) a file follows, by path pattern (first match); the rest follow
+#: only the versions (armgen's templates).
+_FOLLOWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("model/selected_operators.yaml", ("operators", "program")),
+    ("README.md", ("program", "pools", "operators", "memory")),
+    ("model/*", ("program",)),
+    ("src/model/*", ("program", "pools", "memory")),
+    ("Kconfig", ("pools", "memory")),
+    ("linker/*", ("pools", "memory")),
+    ("boards/*", ("pools", "memory")),
+    ("prj.conf", ("memory",)),
+    ("CMakeLists.txt", ("operators", "program")),
+    ("cmake/*", ("operators",)),
+    ("src/armgen/*", ("program",)),
+    ("src/main.cpp", ("program",)),
+    ("standin/*", ("program", "pools", "operators", "memory")),
+)
+
+
+def _file_causes(path: str, found: dict[str, list[str]]) -> tuple[str, ...]:
+    kinds = next((k for pattern, k in _FOLLOWS if fnmatchcase(path, pattern)), ())
+    mine = [c for kind in (*kinds, "versions") for c in found.get(kind, [])]
+    return tuple(mine) if mine else ("armgen's template renders it differently",)
+
+
+def plan_update(root: Path, record: ProjectRecord, new_files: dict[str, bytes]) -> UpdatePlan:
+    """Compare ``new_files`` (the new render, :func:`armgen.project.render.render_project`) with the
+    project at ``root`` and decide every file (see the module text). Reads only; writes nothing.
+
+    Raises:
+        ProjectError: a three-way merge cannot run (:func:`merge3`).
+    """
+    new_record = tomllib.loads(new_files[RECORD_FILE].decode())
+    found = causes(record, new_record, _operators(_read(root / "model" / "selected_operators.yaml")),
+                   _operators(new_files.get("model/selected_operators.yaml")))
+    all_causes = tuple(c for v in found.values() for c in v)
+    v1 = not record.files
+    notes = []
+    if v1:
+        notes.append(f"{root / RECORD_FILE} is schema {record.schema_version} (no file digests): armgen's files are "
+                     f"replaced and yours kept; where armgen's version of one of yours differs it is saved beside "
+                     f"it as <file>{ARMGEN_NEW_SUFFIX}")
+    paths = sorted((set(new_files) | set(record.files)) - {RECORD_FILE})
+    actions: list[FileAction] = []
+    files: dict[str, bytes] = {RECORD_FILE: new_files[RECORD_FILE]}
+    drop: set[str] = set()
+    for path in paths:
+        if path.startswith(BASE_DIR + "/"):
+            if path in new_files:
+                files[path] = new_files[path]
+            else:
+                drop.add(path)
+            continue
+        owner = owner_of(path)
+        new = new_files.get(path)
+        disk = _read(root / path)
+        old_sha = record.files.get(path)
+        act: FileAction
+        if new is None:
+            if disk is None:
+                continue
+            if old_sha is not None and _sha(disk) == old_sha:
+                act = FileAction(path, owner, "remove", causes=_file_causes(path, found))
+                drop.add(path)
+            else:
+                act = FileAction(path, owner, "keep")  # no longer armgen's: carried over as yours
+        elif disk is None:
+            if old_sha is None:
+                act = FileAction(path, owner, "add", new, causes=_file_causes(path, found))
+            elif owner == USER:
+                act = FileAction(path, owner, "deleted")  # you deleted it: armgen does not bring it back
+            else:
+                act = FileAction(path, owner, "restore", new)
+        elif disk == new:
+            act = FileAction(path, owner, "same", new)
+        elif old_sha is not None and _sha(disk) == old_sha:
+            act = FileAction(path, owner, "replace", new, causes=_file_causes(path, found))
+        elif old_sha is not None and _sha(new) == old_sha:
+            act = FileAction(path, owner, "keep", disk)
+        elif v1:
+            if owner == USER:
+                act = FileAction(path, owner, "keep", disk, beside=(path + ARMGEN_NEW_SUFFIX, new))
+            else:
+                act = FileAction(path, owner, "replace", new, causes=_file_causes(path, found))
+        else:
+            base = _read(root / BASE_DIR / path)
+            why = _file_causes(path, found)
+            if owner == USER and base is not None and _sha(base) == old_sha:
+                merged, clean = merge3(disk, base, new)
+                act = (FileAction(path, owner, "merge", merged, causes=why) if clean else
+                       FileAction(path, owner, "conflict", merged, beside=(path + MINE_SUFFIX, disk), causes=why))
+            elif owner == USER:  # no pristine text to merge against: yours stays, armgen's beside it
+                act = FileAction(path, owner, "conflict", disk, beside=(path + ARMGEN_NEW_SUFFIX, new), causes=why)
+            else:
+                act = FileAction(path, owner, "conflict", new, beside=(path + MINE_SUFFIX, disk), causes=why)
+        actions.append(act)
+        if act.data is not None and act.action != "remove":
+            files[path] = act.data
+        if act.beside is not None:
+            files[act.beside[0]] = act.beside[1]
+    return UpdatePlan(tuple(actions), all_causes, dict(sorted(files.items())), frozenset(drop), tuple(notes))
+
+
+def unified_diff(root: Path, plan: UpdatePlan, limit: int = 400) -> str:
+    """The changes of ``plan`` to text files as one unified diff (``--dry-run``), at most ``limit`` lines
+    per file; binary files are named only."""
+    import difflib
+
+    out: list[str] = []
+    for a in plan.changed:
+        old = _read(root / a.path) or b""
+        new = a.data if a.data is not None and a.action != "remove" else b""
+        try:
+            lines = list(difflib.unified_diff(old.decode().splitlines(keepends=True),
+                                              new.decode().splitlines(keepends=True), f"a/{a.path}", f"b/{a.path}"))
+        except UnicodeDecodeError:
+            out.append(f"Binary file {a.path} differs ({len(old):,} -> {len(new):,} B)\n")
+            continue
+        out += lines[:limit] + ([f"... ({len(lines) - limit} more lines)\n"] if len(lines) > limit else [])
+    return "".join(out)
+
+
+__all__ = ["ARMGEN_NEW_SUFFIX", "MINE_SUFFIX", "FileAction", "UpdatePlan", "causes", "merge3", "plan_update",
+           "unified_diff"]
