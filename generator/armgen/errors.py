@@ -8,7 +8,8 @@ Exit codes:
 
 ====  ==========================================================
 0     success (``armgen size``: within budget)
-1     over budget (``armgen size`` / ``armgen build``), or a run whose outputs mismatch
+1     over budget (``armgen size`` / ``armgen build``), a run whose outputs mismatch, or merge
+      conflicts (``armgen update``)
 2     any other error (bad input, missing tool or workspace, failed build or run)
 130   interrupted (Ctrl-C; :data:`armgen.cli.group.EXIT_INTERRUPTED`)
 ====  ==========================================================

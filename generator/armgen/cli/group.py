@@ -26,8 +26,8 @@ EXIT_INTERRUPTED = 130
 
 #: The exit statuses, as `armgen --help` ends (README "Commands" and :mod:`armgen.errors` say the same).
 EXIT_STATUS_HELP = (
-    "Exit status: 0 success; 1 over budget (size, build), outputs off the reference (run) or a check that "
-    f"failed (weights verify); 2 any other error; {EXIT_INTERRUPTED} interrupted (Ctrl-C)."
+    "Exit status: 0 success; 1 over budget (size, build), outputs off the reference (run), merge conflicts "
+    f"(update) or a check that failed (weights verify); 2 any other error; {EXIT_INTERRUPTED} interrupted (Ctrl-C)."
 )
 
 

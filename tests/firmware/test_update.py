@@ -1,0 +1,73 @@
+"""`armgen update` in firmware (issue 41), bare metal: the team's edits (a line in main, their own
+src/app/mine.c, called from it) survive a retrained model and then a model with a new operator, are
+built into both images, and `armgen run` stays 0 LSB each time. The Zephyr 3.7 case is in
+tests/firmware/test_zephyr_firmware.py (its shared west build)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from _programs import ANSI, armgen, ok
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+MAIN_EDIT = 'extern "C" int mine(void);  // src/app/mine.c\n\nint main(void) {\n  armgen_printf("mine says %d\\n", mine());\n'
+
+
+def edit_like_a_team(project: Path) -> bytes:
+    """A line in main() calling their own src/app/mine.c; returns the edited main.cpp."""
+    main = project / "src" / "main.cpp"
+    main.write_text(main.read_text().replace("int main(void) {\n", MAIN_EDIT, 1))
+    (project / "src" / "app").mkdir(exist_ok=True)
+    (project / "src" / "app" / "mine.c").write_text("int mine(void) { return 42; }\n")
+    return main.read_bytes()
+
+
+def built_and_run(project: Path, elfs: tuple[str, ...]) -> dict:
+    """`armgen build` + `armgen run --json`: the run passed at 0 LSB, and the team's code is in each ELF."""
+    ok(armgen("build", str(project)), "armgen build")
+    r = armgen("run", str(project), "--json")
+    ok(r, "armgen run")
+    report = json.loads(r.stdout)
+    assert report["passed"] and report["max_lsb_diff"] == 0, report
+    for elf in elfs:
+        assert b"mine says %d" in (project / elf).read_bytes(), elf  # main.cpp's edit, linked with mine.c
+    return report
+
+
+@pytest.mark.slow
+@pytest.mark.workspace
+@pytest.mark.needs_workspace
+@pytest.mark.needs_qemu
+def test_edits_survive_a_retrained_model_and_a_new_operator(tmp_path):
+    shutil.copy(MODELS / "update_v1.py", tmp_path / "model.py")
+    ok(armgen("new", "mlp", "--model", str(tmp_path / "model.py"), "--board", "qemu_mps3_an547", "--out", str(tmp_path)),
+       "armgen new")
+    project = tmp_path / "mlp"
+    edited = edit_like_a_team(project)
+    pte_v1 = (project / "model" / "mlp.pte").read_bytes()
+
+    # retrained: the recorded model source changes in place; update without flags compiles it again
+    shutil.copy(MODELS / "update_v2.py", tmp_path / "model.py")
+    r = armgen("update", str(project))
+    ok(r, "armgen update (retrained)")
+    assert "causes: new program (" in ANSI.sub("", r.stderr)
+    assert (project / "src" / "main.cpp").read_bytes() == edited
+    assert (project / "model" / "mlp.pte").read_bytes() != pte_v1
+    built_and_run(project, ("build/mlp.elf", "build/mlp-run.elf"))
+    pools_v2 = {p["name"]: p["bytes"] for p in tomllib.loads((project / "armgen.toml").read_text())["pools"]}
+
+    # a model with a new operator (cortex_m::quantized_add) and a temp pool; build/ kept: an incremental build
+    r = armgen("update", str(project), "--model", str(MODELS / "update_v3.py"))
+    ok(r, "armgen update (new operator)")
+    assert "new operator cortex_m::quantized_add.out" in ANSI.sub("", r.stderr)
+    assert (project / "build" / "mlp.elf").is_file()
+    assert (project / "src" / "main.cpp").read_bytes() == edited and (project / "src" / "app" / "mine.c").is_file()
+    pools_v3 = {p["name"]: p["bytes"] for p in tomllib.loads((project / "armgen.toml").read_text())["pools"]}
+    assert pools_v3 != pools_v2 and "temp" in pools_v3
+    assert "cortex_m::quantized_add" in (project / "model" / "selected_operators.yaml").read_text()
+    built_and_run(project, ("build/mlp.elf", "build/mlp-run.elf"))

@@ -1,0 +1,206 @@
+"""`armgen update` (issue 41) without firmware: the plan, the three-way merge and its conflicts, atomicity
+under Ctrl-C, a schema 1 record, bad input. Real export and lowering (a small MLP on the M55, about 10 s a
+compile); the firmware side (edits built, 0 LSB after each model change) is tests/firmware/test_update.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from _programs import ANSI, armgen, tree
+from armgen.project.ownership import BASE_DIR, markdown_table, owner_of
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+BOARD = "qemu_mps3_an547"
+#: A line of the user's in main(): where a team calls its own code.
+MAIN_EDIT = 'extern "C" int mine(void);  // src/app/mine.c\n\nint main(void) {\n  armgen_printf("mine says %d\\n", mine());\n'
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> Path:
+    """One project from update_v1.py (copied to model.py beside it, the recorded source), made once."""
+    root = tmp_path_factory.mktemp("update-base")
+    shutil.copy(MODELS / "update_v1.py", root / "model.py")
+    r = armgen("new", "mlp", "--model", str(root / "model.py"), "--board", BOARD, "--out", str(root))
+    assert r.returncode == 0, r.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory) -> dict[str, Path]:
+    """update_v2.py and two_inputs.py compiled once (`armgen compile`: .pte + report), for `update --model X.pte`."""
+    out = tmp_path_factory.mktemp("update-programs")
+    pte = {}
+    for name in ("update_v2", "two_inputs"):
+        r = armgen("compile", str(MODELS / f"{name}.py"), "--target", "cortex-m55", "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        pte[name] = out / f"{name}.pte"
+    return pte
+
+
+@pytest.fixture
+def project(made, tmp_path) -> Path:
+    """A copy of the made project (and its model.py) for one test to edit."""
+    shutil.copytree(made, tmp_path / "w")
+    # the record names the model source by absolute path: point it at this copy's
+    rec = tmp_path / "w" / "mlp" / "armgen.toml"
+    rec.write_text(rec.read_text().replace(str(made / "model.py"), str(tmp_path / "w" / "model.py")))
+    return tmp_path / "w" / "mlp"
+
+
+def _edit_main(project: Path) -> bytes:
+    main = project / "src" / "main.cpp"
+    text = main.read_text()
+    assert "int main(void) {\n" in text
+    main.write_text(text.replace("int main(void) {\n", MAIN_EDIT, 1))
+    (project / "src" / "app").mkdir(exist_ok=True)
+    (project / "src" / "app" / "mine.c").write_text("int mine(void) { return 42; }\n")
+    return main.read_bytes()
+
+
+def test_the_ownership_table_says_whose_each_file_is():
+    assert owner_of("src/main.cpp") == owner_of("prj.conf") == owner_of("app.cmake") == "user"
+    assert owner_of("src/app/mine.c") == owner_of("boards/mps3_an547.overlay") == "user"
+    for armgens in ("src/model/armgen_pools.c", "src/armgen/armgen_print.c", "CMakeLists.txt", "Kconfig", "model/x.pte",
+                    "armgen.toml", f"{BASE_DIR}/src/main.cpp", "standin/qemu_mps3_an547/src/main.cpp"):
+        assert owner_of(armgens) == "armgen", armgens
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert markdown_table() in readme, "README's ownership table is stale: paste armgen.project.ownership.markdown_table()"
+
+
+def test_the_record_keeps_digests_and_the_pristine_text_of_your_files(made):
+    project = made / "mlp"
+    record = tomllib.loads((project / "armgen.toml").read_text())
+    assert record["schema_version"] == 2
+    files = record["files"]
+    assert "armgen.toml" not in files and "src/main.cpp" in files and "model/mlp.pte" in files
+    assert (project / BASE_DIR / "src" / "main.cpp").read_bytes() == (project / "src" / "main.cpp").read_bytes()
+    assert (project / BASE_DIR / "app.cmake").is_file()
+    assert not (project / BASE_DIR / "src" / "model").exists()  # armgen's own files: digests only
+
+
+def test_dry_run_prints_the_plan_with_causes_and_writes_nothing(project):
+    _edit_main(project)
+    shutil.copy(MODELS / "update_v2.py", project.parent / "model.py")  # retrained in place: the recorded source
+    before = tree(project)
+    r = armgen("update", str(project), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    err, out = ANSI.sub("", r.stderr), ANSI.sub("", r.stdout)
+    assert "causes: new program (" in err and "method pool 1,264 -> 1,328 B" in err, err
+    assert "src/model/armgen_pools.h" in out and "replace (armgen's, untouched)" in out, out
+    assert "keep (yours)" in out and "src/main.cpp" in out
+    assert "-#define ARMGEN_POOL_METHOD_SIZE 1264u" in out and "+#define ARMGEN_POOL_METHOD_SIZE 1328u" in out
+    assert tree(project) == before
+
+
+def test_an_edit_beside_armgen_s_change_merges_cleanly(project, programs):
+    """The team edits the input-filling loop; the new model has two inputs, so armgen's main.cpp gains a block
+    just below: git merge-file keeps both, exit 0."""
+    main = project / "src" / "main.cpp"
+    text = main.read_text()
+    assert "      in[i] = (int8_t)(x >> 24);" in text, text
+    main.write_text(text.replace("      in[i] = (int8_t)(x >> 24);", "      in[i] = (int8_t)read_my_sensor(i);", 1))
+    r = armgen("update", str(project), "--model", str(programs["two_inputs"]))
+    assert r.returncode == 0, r.stderr
+    merged = main.read_text()
+    assert "read_my_sensor(i)" in merged and "armgen_model_input_buffer(1)" in merged and "<<<<<<<" not in merged
+    assert "merge (yours + armgen's)" in ANSI.sub("", r.stdout)
+    assert (project / BASE_DIR / "src" / "main.cpp").read_text().count("read_my_sensor") == 0  # base: armgen's text
+    assert "ARMGEN_INPUT1_NUMEL" in (project / "src" / "model" / "armgen_model.h").read_text()
+
+
+def test_a_conflicting_edit_gets_markers_the_saved_copy_and_exit_1(project, programs):
+    """The team adds a line where armgen's new main.cpp inserts the second input's block (two inputs): both
+    insert at the same place, so markers in main.cpp, theirs beside it, exit 1; the model files move on."""
+    main = project / "src" / "main.cpp"
+    text = main.read_text()
+    assert "    inputs[0] = in;\n  }\n" in text, text
+    main.write_text(text.replace("    inputs[0] = in;\n  }\n", "    inputs[0] = in;\n  }\n  my_sensor_start();\n", 1))
+    edited = main.read_bytes()
+    r = armgen("update", str(project), "--model", str(programs["two_inputs"]))
+    err = ANSI.sub("", r.stderr)
+    assert r.returncode == 1, err
+    assert "armgen: conflict: src/main.cpp" in err and "Traceback" not in err
+    merged = main.read_text()
+    assert "<<<<<<< yours" in merged and ">>>>>>> armgen" in merged and "my_sensor_start" in merged
+    assert (project / "src" / "main.cpp.mine").read_bytes() == edited
+    record = tomllib.loads((project / "armgen.toml").read_text())
+    assert record["model"]["source"].endswith("two_inputs.pte")
+    assert "ARMGEN_INPUT1_NUMEL" in (project / "src" / "model" / "armgen_model.h").read_text()
+
+
+def test_ctrl_c_in_the_middle_leaves_the_project_byte_identical(project):
+    _edit_main(project)
+    before = tree(project)
+    exe = Path(sys.executable).with_name("armgen")
+    proc = subprocess.Popen([str(exe), "update", str(project), "--model", str(MODELS / "update_v3.py")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()  # "compiling ..." : the export is under way
+    assert "compiling" in line, line
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "armgen: interrupted" in err
+    assert tree(project) == before
+    assert sorted(p.name for p in project.parent.iterdir()) == ["mlp", "model.py"]  # no temp or trash left
+
+
+def test_a_schema_1_project_is_updated_with_a_one_line_note(project, programs):
+    rec = project / "armgen.toml"
+    text = rec.read_text()
+    text = text.replace("schema_version = 2\n", "")
+    rec.write_text(text[: text.index("\n# SHA-256 of every file armgen wrote")] + "\n")
+    shutil.rmtree(project / ".armgen")
+    edited = _edit_main(project)
+    r = armgen("update", str(project), "--model", str(programs["update_v2"]))
+    err = ANSI.sub("", r.stderr)
+    assert r.returncode == 0, err
+    notes = [ln for ln in err.splitlines() if ln.startswith("note:") and "schema 1" in ln]
+    assert len(notes) == 1, err
+    assert (project / "src" / "main.cpp").read_bytes() == edited  # yours, kept
+    record = tomllib.loads(rec.read_text())
+    assert record["schema_version"] == 2 and record["files"] and (project / BASE_DIR / "src" / "main.cpp").is_file()
+
+
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(project, tmp_path):
+    elsewhere = tmp_path / "not-a-project"
+    elsewhere.mkdir()
+    r = armgen("update", str(elsewhere))
+    assert r.returncode == 2 and "is not an armgen project" in r.stderr and "Traceback" not in r.stderr
+    assert list(elsewhere.iterdir()) == []
+    rec = project / "armgen.toml"
+    rec.write_text(rec.read_text().replace("schema_version = 2", "schema_version = 99"))
+    before = tree(project)
+    r = armgen("update", str(project))
+    assert r.returncode == 2 and "schema_version 99 is newer than this armgen reads" in r.stderr, r.stderr
+    assert r.stderr.count("armgen: error:") == 1 and tree(project) == before
+
+
+def test_new_force_on_an_armgen_project_points_at_update(made, tmp_path):
+    shutil.copytree(made, tmp_path / "w")
+    r = armgen("new", "mlp", "--model", str(made / "mlp" / "model" / "mlp.pte"), "--board", BOARD,
+               "--out", str(tmp_path / "w"), "--force")
+    assert r.returncode == 0, r.stderr
+    assert "`armgen update" in ANSI.sub("", r.stderr)
+
+
+def test_git_merge_file_is_what_merges(tmp_path):
+    from armgen.project.update import merge3
+
+    base = b"a\nb\nc\nd\ne\n"
+    merged, clean = merge3(b"A\nb\nc\nd\ne\n", base, b"a\nb\nc\nd\nE\n")
+    assert clean and merged == b"A\nb\nc\nd\nE\n"
+    merged, clean = merge3(b"X\nb\nc\nd\ne\n", base, b"Y\nb\nc\nd\ne\n")
+    assert not clean and b"<<<<<<< yours\nX\n" in merged and b"Y\n>>>>>>> armgen\n" in merged
+    assert os.environ.get("PATH")  # git comes from PATH, as for every other git call of armgen
