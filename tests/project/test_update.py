@@ -1,6 +1,6 @@
 """`armgen update` (issue 41) without firmware: the plan, the three-way merge and its conflicts, atomicity
 under Ctrl-C, a schema 1 record, bad input. Real export and lowering (a small MLP on the M55, about 10 s a
-compile); the firmware side (edits built, 0 LSB after each model change) is tests/firmware/test_update.py.
+compile); the firmware side (edits built, 0 LSB after each model change) is tests/firmware/test_update_firmware.py.
 """
 
 from __future__ import annotations
