@@ -143,6 +143,32 @@ def test_two_input_user_model_runs_bit_exact(zapp):
 
 @pytest.mark.workspace
 @needs_zephyr
+def test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact(zapp, tmp_path):
+    """Issue 41 on Zephyr 3.7: the team edits main.cpp (a call into their src/app/mine.c) and prj.conf; `armgen
+    update --model` to a model with a new operator keeps both, app.cmake builds mine.c into the app, 0 LSB."""
+    import shutil
+
+    from test_update_firmware import edit_like_a_team
+
+    shutil.copy(MODELS / "update_v1.py", tmp_path / "model.py")
+    project = _new(zapp, str(tmp_path / "model.py"))
+    edited = edit_like_a_team(project)
+    prj = project / "prj.conf"
+    prj.write_text(prj.read_text() + "\n# ours: asserts on while we bring the sensor up\nCONFIG_ASSERT=y\n")
+    prj_edited = prj.read_bytes()
+    r = armgen("update", str(project), "--model", str(MODELS / "update_v3.py"))
+    ok(r, "armgen update")
+    assert "new operator cortex_m::quantized_add.out" in ANSI.sub("", r.stderr)
+    assert (project / "src" / "main.cpp").read_bytes() == edited and prj.read_bytes() == prj_edited
+    ok(armgen("build", str(project)), "armgen build")
+    assert "CONFIG_ASSERT=y" in (project / "build" / "zephyr" / ".config").read_text()
+    _run_checked(project)
+    for elf in ("build/zephyr/zephyr.elf", "build/run-input/zephyr/zephyr.elf"):
+        assert b"mine says %d" in (project / elf).read_bytes(), elf
+
+
+@pytest.mark.workspace
+@needs_zephyr
 def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
     """STM32F4 Discovery: configure, compile and link on 3.7 with hal_stm32 at 3.7.1's pin (no QEMU run:
     the board is silicon; its stand-in, mps2/an386, is not in Zephyr 3.7)."""

@@ -204,3 +204,17 @@ def test_git_merge_file_is_what_merges(tmp_path):
     merged, clean = merge3(b"X\nb\nc\nd\ne\n", base, b"Y\nb\nc\nd\ne\n")
     assert not clean and b"<<<<<<< yours\nX\n" in merged and b"Y\n>>>>>>> armgen\n" in merged
     assert os.environ.get("PATH")  # git comes from PATH, as for every other git call of armgen
+
+
+def test_build_says_in_one_line_that_the_model_source_changed(project, tmp_path):
+    """Issue 41: a model edited after `new` used to go unnoticed. `armgen build` (here stopped early by a
+    missing workspace, after its check) names the changed source and points at `armgen update`."""
+    nowhere = tmp_path / "no-workspace"
+    r = armgen("build", "--workspace", str(nowhere), str(project))
+    assert "changed since" not in r.stderr  # fresh: nothing to say
+    shutil.copy(MODELS / "update_v2.py", project.parent / "model.py")
+    r = armgen("build", "--workspace", str(nowhere), str(project))
+    lines = [ln for ln in ANSI.sub("", r.stderr).splitlines() if "since mlp was written" in ln]
+    assert len(lines) == 1 and f"the model source {project.parent / 'model.py'} changed" in lines[0], r.stderr
+    assert "`armgen update" in lines[0]
+    assert r.returncode == 2  # and then the missing workspace, as before

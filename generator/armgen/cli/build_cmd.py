@@ -24,7 +24,10 @@ def build_cmd(ctx: click.Context, project: Path, workspace: Path | None, rebuild
 
     Exit status: 0 built and within budget, 1 built but over budget, 2 error.
     """
+    from armgen.cli.update_cmd import say_if_stale
     from armgen.firmware.build import build_project
+
+    say_if_stale(project)
 
     if err_console.is_terminal:
         with Progress(

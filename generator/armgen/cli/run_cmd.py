@@ -310,6 +310,9 @@ def run_command(
     reference kernels, checked against its own quantized reference; the report says what did not run.
     """
     from armgen.boards import load_board
+    from armgen.cli.update_cmd import say_if_stale
+
+    say_if_stale(project)
     from armgen.firmware.host_io import load_input_file
     from armgen.firmware.run import run_firmware
     from armgen.model.program_report import ProgramReport

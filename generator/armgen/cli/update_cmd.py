@@ -113,3 +113,23 @@ def _conflict_exit(names: str) -> int:
                       "resolve the markers (your version is beside each as <file>.mine), then build",
                       highlight=False, soft_wrap=True)
     return 1
+
+
+def say_if_stale(project: Path | None) -> None:
+    """``armgen build``/``armgen run``: one line when PROJECT's model source, weights or armgen changed since
+    it was written (:func:`armgen.project.staleness.stale_line`); silent when it did not or PROJECT is no
+    project (the command then says that itself)."""
+    from armgen import __version__
+    from armgen.errors import ArmgenError
+    from armgen.project.record import RECORD_FILE, read_record
+    from armgen.project.staleness import stale_line
+
+    root = Path(project or ".").expanduser()
+    if not (root / RECORD_FILE).is_file():
+        return
+    try:
+        line = stale_line(read_record(root / RECORD_FILE, required=()), __version__)
+    except ArmgenError:
+        return
+    if line:
+        _say(line)

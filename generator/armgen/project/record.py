@@ -36,6 +36,8 @@ class ModelEntry:
         sha256: the program's SHA-256 (hex). report: the program report (``model/<name>.report.json``).
         weights: trained weights a sample was loaded with. labels: the output classes' names.
         calibration: the representative inputs the program was calibrated with (None: the model's own).
+        source_sha256 / weights_sha256: SHA-256 of the model source file and of the weights file when
+            the project was written (:mod:`armgen.project.staleness`); None for a sample or no file.
     """
 
     source: str
@@ -45,6 +47,8 @@ class ModelEntry:
     weights: str | None = None
     labels: tuple[str, ...] = ()
     calibration: str | None = None
+    source_sha256: str | None = None
+    weights_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +175,8 @@ class ProjectRecord:
         ]
         lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
         if self.model is not None:
-            model = {k: getattr(self.model, k) for k in ("source", "weights", "calibration", "pte", "report", "sha256")}
+            model = {k: getattr(self.model, k) for k in ("source", "source_sha256", "weights", "weights_sha256",
+                                                          "calibration", "pte", "report", "sha256")}
             model["labels"] = list(self.model.labels) or None
             lines += ["", "[model]"] + [f"{k} = {_toml_value(v)}" for k, v in model.items() if v is not None]
         if self.frontend is not None:
@@ -316,7 +321,8 @@ def _model(value: Any, path: Path, error: type[ArmgenError]) -> ModelEntry | Non
         return None
     if not isinstance(value, Mapping):
         raise error(f"{path}: [model] must be a table")
-    fields = {k: value.get(k) for k in ("source", "pte", "sha256", "report", "weights", "calibration")}
+    fields = {k: value.get(k) for k in ("source", "pte", "sha256", "report", "weights", "calibration", "source_sha256",
+                                        "weights_sha256")}
     bad = next((k for k, v in fields.items() if v is not None and not isinstance(v, str)), None)
     if bad is not None:
         raise error(f"{path}: [model] {bad!r} must be a string")
@@ -325,7 +331,8 @@ def _model(value: Any, path: Path, error: type[ArmgenError]) -> ModelEntry | Non
         raise error(f"{path}: [model] 'labels' must be a list of strings")
     return ModelEntry(source=fields["source"] or "", pte=fields["pte"] or "", sha256=fields["sha256"] or "",
                       report=fields["report"], weights=fields["weights"], labels=tuple(labels),
-                      calibration=fields["calibration"])
+                      calibration=fields["calibration"], source_sha256=fields["source_sha256"],
+                      weights_sha256=fields["weights_sha256"])
 
 
 def _pools(value: Any, path: Path, error: type[ArmgenError]) -> tuple[PoolEntry, ...]:
