@@ -218,3 +218,16 @@ def test_build_says_in_one_line_that_the_model_source_changed(project, tmp_path)
     assert len(lines) == 1 and f"the model source {project.parent / 'model.py'} changed" in lines[0], r.stderr
     assert "`armgen update" in lines[0]
     assert r.returncode == 2  # and then the missing workspace, as before
+
+
+def test_two_identical_new_runs_give_byte_identical_trees(made, tmp_path):
+    """Issue 41: the tree a team commits is reproducible, binary files included (the .pte, the exported and
+    lowered programs, the references); the Ethos-U host program is checked in tests/model/test_npu_host.py."""
+    shutil.copy(made / "model.py", tmp_path / "model.py")
+    r = armgen("new", "mlp", "--model", str(tmp_path / "model.py"), "--board", BOARD, "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    a, b = tree(made / "mlp"), tree(tmp_path / "mlp")
+    # the record names the model source by absolute path: the one difference
+    a["armgen.toml"] = a["armgen.toml"].replace(str(made).encode(), b"DIR")
+    b["armgen.toml"] = b["armgen.toml"].replace(str(tmp_path).encode(), b"DIR")
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []

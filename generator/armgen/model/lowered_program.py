@@ -47,6 +47,12 @@ def strip_volatile_meta(ep: Any) -> None:
     """
     for node in ep.graph_module.graph.nodes:
         node.meta.pop("from_node", None)
+    # A delegate's LoweredBackendModule keeps the partition it was lowered from (``original_module``, an
+    # ExportedProgram serialized with the program): its nodes carry the same provenance.
+    for module in ep.graph_module.modules():
+        original = getattr(module, "original_module", None)
+        if original is not None and original is not ep and hasattr(original, "graph_module"):
+            strip_volatile_meta(original)
 
 
 def register_cortex_m_ops() -> None:
