@@ -7,6 +7,7 @@ chains them, so the CLI stays a thin layer of options and output. Data moves for
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -55,6 +56,7 @@ def new_project(
     from armgen.project.options import DEFAULT_STACK_SIZE, check_stack_auto, check_stack_size, resolve_options
     from armgen.project.render import render_project, write_project_result
     from armgen.project.spec import make_spec
+    from armgen.project.staleness import file_sha256
 
     # Cheap checks first: nothing is compiled or written for bad input.
     board = load_board(board_name)
@@ -89,6 +91,11 @@ def new_project(
     with tempfile.TemporaryDirectory(prefix="armgen-new-") as tmp:
         report, pte_path, report_path, source, weights_used = _program(name, model, weights, calibration, board,
                                                                        backend, Path(tmp), say)
+        # The record holds paths relative to the project (a team's clone is elsewhere), and the digests of
+        # the source and weights files (armgen.project.staleness): schema 2.
+        source_sha256 = file_sha256(source) if not source.startswith("sample:") else None
+        weights_sha256 = file_sha256(weights_used)
+        source, weights_used = _relative(source, dest), _relative(weights_used, dest)
         spec = make_spec(
             report,
             board,
@@ -105,10 +112,11 @@ def new_project(
             frontend=audio[0] if audio else None,
             class_labels=audio[1] if audio else (),
         )
+        spec = dataclasses.replace(spec, source_sha256=source_sha256, weights_sha256=weights_sha256)
         if stack_auto:
             spec = dataclasses.replace(spec, stack_auto=True)
         if calibration is not None:
-            spec = dataclasses.replace(spec, calibration=str(Path(calibration).expanduser().resolve()))
+            spec = dataclasses.replace(spec, calibration=_relative(str(Path(calibration).expanduser().resolve()), dest))
         kept_budgets = _user_budgets(dest) if force or render_only else None
         if kept_budgets is not None:
             spec = dataclasses.replace(spec, budgets=kept_budgets)
@@ -196,6 +204,14 @@ def _frontend(kind: str, source: str, rtos: str) -> tuple[Any, tuple[str, ...]]:
     if fe.kind != kind:
         raise ProjectError(f"{source} declares a {fe.kind} front end, not {kind}")
     return fe, labels
+
+
+def _relative(path: str | None, project: Path) -> str | None:
+    """``path`` relative to the project directory when it is an absolute path (POSIX, ``..`` where it lies
+    outside); other values (``sample:kws``, :data:`UNTRAINED_WEIGHTS`, None) unchanged."""
+    if not path or not Path(path).is_absolute():
+        return path
+    return Path(os.path.relpath(path, project)).as_posix()
 
 
 def _looks_like_path(text: str) -> bool:

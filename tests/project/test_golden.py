@@ -71,7 +71,9 @@ def _render(case: str, out: Path) -> dict[str, bytes]:
     made = new_project("kws", board, model=str(FIXTURES_DIR / fixture / "kws.pte"), weights=None, rtos=rtos,
                        zephyr_release=release, backend=None, out_dir=out, stack_size=None, force=False,
                        say=lambda _line: None)
-    return made.rendered.files
+    # the record holds the model's path relative to the project (schema 2): the same mark as an absolute one
+    rel = os.path.relpath(FIXTURES_DIR, out / "kws").encode()
+    return {k: v.replace(rel, FIXTURES_MARK.encode()) for k, v in made.rendered.files.items()}
 
 
 def _split(case: str, files: dict[str, bytes]) -> tuple[dict[str, bytes], dict[str, str]]:

@@ -51,10 +51,7 @@ def programs(tmp_path_factory) -> dict[str, Path]:
 def project(made, tmp_path) -> Path:
     """A copy of the made project (and its model.py) for one test to edit."""
     shutil.copytree(made, tmp_path / "w")
-    # the record names the model source by absolute path: point it at this copy's
-    rec = tmp_path / "w" / "mlp" / "armgen.toml"
-    rec.write_text(rec.read_text().replace(str(made / "model.py"), str(tmp_path / "w" / "model.py")))
-    return tmp_path / "w" / "mlp"
+    return tmp_path / "w" / "mlp"  # the record names the model source relative to the project: ../model.py
 
 
 def _edit_main(project: Path) -> bytes:
@@ -215,7 +212,7 @@ def test_build_says_in_one_line_that_the_model_source_changed(project, tmp_path)
     shutil.copy(MODELS / "update_v2.py", project.parent / "model.py")
     r = armgen("build", "--workspace", str(nowhere), str(project))
     lines = [ln for ln in ANSI.sub("", r.stderr).splitlines() if "since mlp was written" in ln]
-    assert len(lines) == 1 and f"the model source {project.parent / 'model.py'} changed" in lines[0], r.stderr
+    assert len(lines) == 1 and "the model source ../model.py changed" in lines[0], r.stderr  # as the record says
     assert "`armgen update" in lines[0]
     assert r.returncode == 2  # and then the missing workspace, as before
 
@@ -227,7 +224,42 @@ def test_two_identical_new_runs_give_byte_identical_trees(made, tmp_path):
     r = armgen("new", "mlp", "--model", str(tmp_path / "model.py"), "--board", BOARD, "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     a, b = tree(made / "mlp"), tree(tmp_path / "mlp")
-    # the record names the model source by absolute path: the one difference
-    a["armgen.toml"] = a["armgen.toml"].replace(str(made).encode(), b"DIR")
-    b["armgen.toml"] = b["armgen.toml"].replace(str(tmp_path).encode(), b"DIR")
-    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []  # the record too: relative paths
+
+
+def test_the_record_holds_paths_relative_to_the_project(made):
+    record = tomllib.loads((made / "mlp" / "armgen.toml").read_text())
+    assert record["model"]["source"] == "../model.py"
+    assert str(made) not in (made / "mlp" / "armgen.toml").read_text()
+
+
+def test_git_commits_no_intermediates_and_run_rebuilds_them_only_as_committed(project):
+    """What a team commits: sources, the .pte, the report and the record; model/*.pt2 are git-ignored and
+    rebuilt from the record (restore_intermediates, which `armgen run` calls) only if the .pte matches."""
+    from armgen.errors import ProjectError
+    from armgen.model.program_report import ProgramReport
+    from armgen.project.intermediates import restore_intermediates
+    from armgen.project.record import load_project
+
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True)
+    tracked = subprocess.run(["git", "-C", str(project), "ls-files"], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert "model/mlp.pte" in tracked and "model/mlp.report.json" in tracked and "armgen.toml" in tracked
+    assert not [f for f in tracked if f.endswith((".pt2", ".tosa"))], tracked
+    pt2 = {p.name: p.read_bytes() for p in (project / "model").glob("*.pt2")}
+    assert len(pt2) >= 2
+    for name in pt2:
+        (project / "model" / name).unlink()
+    record = load_project(project)
+    report = ProgramReport.load(record.model_path("report"))
+    said: list[str] = []
+    assert sorted(restore_intermediates(record, report, said.append)) == sorted(pt2)
+    assert {n: (project / "model" / n).read_bytes() for n in pt2} == pt2  # the same bytes: a reproducible compile
+    assert said and "rebuilding" in said[0]
+    for name in pt2:
+        (project / "model" / name).unlink()
+    shutil.copy(MODELS / "update_v2.py", project.parent / "model.py")  # the source moved on since the commit
+    with pytest.raises(ProjectError, match="the rebuilt program differs from the committed mlp.pte"):
+        restore_intermediates(record, report, said.append)
+    assert not list((project / "model").glob("*.pt2"))  # nothing taken

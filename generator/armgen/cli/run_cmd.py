@@ -325,6 +325,9 @@ def run_command(
         report = ProgramReport.load(report_path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
+    from armgen.project.intermediates import restore_intermediates
+
+    restore_intermediates(record, report, lambda line: err_console.print(line, highlight=False, soft_wrap=True))
 
     if run_on == "tosa-reference" or (run_on is None and _is_ethos_u(record, report)):
         _run_tosa_reference(record, report, report_path, input_file, as_json)

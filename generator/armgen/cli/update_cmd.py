@@ -62,13 +62,13 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
     if model is None and source and not source.startswith("sample:"):
         if source.lower().endswith(".pte"):
             raise ProjectError("the project was made from a compiled .pte: pass --model with the new program or source")
-        if not Path(source).exists():
+        if not record.resolve(source).exists():
             raise ModelError(f"the model source the record names is gone: {source}", hint="pass --model FILE")
-        model = source
+        model = str(record.resolve(source))
     if weights is None and record.model is not None and record.model.weights not in (None, UNTRAINED_WEIGHTS):
-        weights = record.model.weights
-    if calibration is None and record.model is not None:
-        calibration = record.model.calibration
+        weights = str(record.resolve(record.model.weights))
+    if calibration is None and record.model is not None and record.model.calibration:
+        calibration = str(record.resolve(record.model.calibration))
     if stack_size is None:
         stack_size = record.memory.get("stack")
     frontend = str(record.frontend.get("kind")) if record.frontend else None

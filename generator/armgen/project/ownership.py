@@ -30,6 +30,7 @@ OWNERSHIP: tuple[tuple[str, str, str], ...] = (
     ("src/main.cpp", USER, "the application's main: an example to make your own"),
     ("app.cmake", USER, "the CMake fragment that compiles src/app/ (add include directories, libraries)"),
     ("src/app/*", USER, "your sources (armgen writes none): compiled by app.cmake"),
+    (".gitignore", USER, "what git leaves out (armgen's line: the program's intermediates, model/*.pt2 and *.tosa)"),
     ("prj.conf", USER, "Zephyr: the application's Kconfig settings"),
     ("boards/*.conf", USER, "Zephyr: the board's Kconfig settings"),
     ("boards/*.overlay", USER, "Zephyr: the board's devicetree overlay"),

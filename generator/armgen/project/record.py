@@ -150,6 +150,12 @@ class ProjectRecord:
             return str(self.root / board)
         return board
 
+    def resolve(self, path: str) -> Path:
+        """A path the record holds (model source, weights, calibration: relative to the project directory
+        since schema 2, absolute in older records) as an absolute path."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (self.root / p).resolve()
+
     def model_path(self, key: str) -> Path:
         """Absolute path of ``[model]``'s ``pte`` or ``report``; where ``armgen new`` puts them
         (``model/<name>.pte``, ``model/<name>.report.json``) when the record names none."""

@@ -45,7 +45,6 @@ from armgen.project.options import reads_input_file, validate_name
 from armgen.project.ownership import BASE_DIR, user_owned
 from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord, check_replaceable
 from armgen.project.spec import ProjectSpec
-from armgen.project.staleness import file_sha256
 
 #: Values per line in generated C arrays.
 _PER_LINE = 12
@@ -393,8 +392,8 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None, files:
             sha256=spec.report.pte_sha256,
             labels=spec.class_labels,
             calibration=spec.calibration,
-            source_sha256=file_sha256(spec.model_source) if not spec.model_source.startswith("sample:") else None,
-            weights_sha256=file_sha256(spec.weights),
+            source_sha256=spec.source_sha256,
+            weights_sha256=spec.weights_sha256,
         ),
         regions={"code": spec.code_region, "model": spec.model_region, "data": spec.data_region,
                  "stack": spec.stack_region},

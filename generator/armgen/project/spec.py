@@ -197,6 +197,8 @@ class ProjectSpec:
     class_labels: tuple[str, ...] = ()
     stack_auto: bool = False
     calibration: str | None = None
+    source_sha256: str | None = None
+    weights_sha256: str | None = None
 
     @property
     def target(self) -> str:

@@ -38,7 +38,7 @@ def stale_reasons(record: ProjectRecord, armgen_version: str) -> list[str]:
                                 ("weights", model.weights, model.weights_sha256)):
             if not sha or not path:
                 continue
-            now = file_sha256(path)
+            now = file_sha256(str(record.resolve(path)))
             if now is None:
                 out.append(f"the {what} {path} is gone")
             elif now != sha:
