@@ -263,3 +263,10 @@ def test_git_commits_no_intermediates_and_run_rebuilds_them_only_as_committed(pr
     with pytest.raises(ProjectError, match="the rebuilt program differs from the committed mlp.pte"):
         restore_intermediates(record, report, said.append)
     assert not list((project / "model").glob("*.pt2"))  # nothing taken
+
+
+def test_another_board_is_a_cause_the_plan_names(project):
+    r = armgen("update", str(project), "--board", "qemu_mps2_an386", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    err = ANSI.sub("", r.stderr)
+    assert "board qemu_mps3_an547 -> qemu_mps2_an386" in err and "target cortex-m55 -> cortex-m4" in err, err

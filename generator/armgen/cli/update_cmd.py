@@ -36,10 +36,16 @@ def _say(text: str) -> None:
               help="Representative inputs for int8 calibration; default: the record's.")
 @click.option("--stack-size", type=_StackSize(), default=None, metavar="BYTES|auto",
               help="Main stack in bytes or 'auto'; default: the record's.")
+@click.option("--board", "board_name", default=None,
+              help="Another board (name, alias or .yaml; its default backend unless --backend); default: the record's.")
+@click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None, help="Default: the record's.")
+@click.option("--zephyr-release", default=None, metavar="RELEASE", help="Default: the record's (Zephyr projects).")
+@click.option("--backend", type=click.Choice(["cortex-m", "ethos-u"]), default=None, help="Default: the record's.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the diff; write nothing.")
 @offline_option()
 def update_cmd(project: Path | None, model: str | None, weights: str | None, calibration: str | None,
-               stack_size: int | str | None, dry_run: bool, offline: bool) -> None:
+               stack_size: int | str | None, board_name: str | None, rtos: str | None, zephyr_release: str | None,
+               backend: str | None, dry_run: bool, offline: bool) -> None:
     """Re-render PROJECT (default: .) from its record plus the changes given, and keep your edits.
 
     Per file: armgen's untouched files are replaced; your edits are kept; where both changed, your
@@ -75,8 +81,11 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
 
     with offline_mode(offline):
         made = new_project(
-            str(record.name), str(record.board_spec), model=model, weights=weights, calibration=calibration,
-            rtos=record.rtos, zephyr_release=record.zephyr_release, backend=record.backend, out_dir=root.parent,
+            str(record.name), board_name or str(record.board_spec), model=model, weights=weights,
+            calibration=calibration, rtos=rtos or record.rtos,
+            backend=backend or (None if board_name else record.backend),
+            zephyr_release=zephyr_release or (record.zephyr_release if (rtos or record.rtos) == "zephyr" else None),
+            out_dir=root.parent,
             stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
             zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
         )

@@ -146,7 +146,8 @@ def _operators(data: bytes | None) -> set[str]:
 def causes(
     old: ProjectRecord, new_record: dict[str, Any], old_ops: set[str], new_ops: set[str]
 ) -> dict[str, list[str]]:
-    """Why armgen's render changed, by kind: ``program``, ``pools``, ``operators``, ``versions``, ``memory``.
+    """Why armgen's render changed, by kind: ``board`` (board, RTOS, backend, target, Zephyr release),
+    ``program``, ``pools``, ``operators``, ``versions``, ``memory``.
 
     Args:
         old: the project's record. new_record: the new ``armgen.toml`` as TOML data. old_ops / new_ops:
@@ -173,6 +174,10 @@ def causes(
         out.setdefault("operators", []).append(f"new operator {op}")
     for op in sorted(old_ops - new_ops):
         out.setdefault("operators", []).append(f"operator {op} no longer used")
+    for key in ("board", "rtos", "backend", "target", "zephyr_release"):
+        a, b = getattr(old, key), new_record.get(key)
+        if (a or None) != (b or None):
+            out.setdefault("board", []).append(f"{key.replace('_', ' ')} {a or 'none'} -> {b or 'none'}")
     for key, what in (("armgen_version", "armgen"), ("executorch_version", "ExecuTorch")):
         a, b = getattr(old, key), new_record.get(key)
         if a != b:
@@ -206,7 +211,7 @@ _FOLLOWS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 def _file_causes(path: str, found: dict[str, list[str]]) -> tuple[str, ...]:
     kinds = next((k for pattern, k in _FOLLOWS if fnmatchcase(path, pattern)), ())
-    mine = [c for kind in (*kinds, "versions") for c in found.get(kind, [])]
+    mine = [c for kind in ("board", *kinds, "versions") for c in found.get(kind, [])]
     return tuple(mine) if mine else ("armgen's template renders it differently",)
 
 
