@@ -105,7 +105,7 @@ def _qemu_elf(
                 f"(board {emulator.board} is not in Zephyr {record.zephyr_release}, or the project "
                 "predates stand-ins)",
                 hint="run the program bare metal on the stand-in: armgen run --baremetal-standin, "
-                "or regenerate with armgen new --force",
+                "or take this armgen in with armgen update",
             )
         result = build_stage.build_project(project / standin, progress=progress, rebuild=rebuild, size=False,
                                            run_input=True)

@@ -568,7 +568,7 @@ def _build_zephyr(
     tree_warnings = check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
     target = record.zephyr_target or ""
     if not target:
-        raise ProjectError(f"{record.path}: no zephyr_target", hint="regenerate: armgen new --force")
+        raise ProjectError(f"{record.path}: no zephyr_target", hint="regenerate: armgen update")
     missing = [mod for mod in ("pykwalify", "packaging", "elftools", "yaml") if importlib.util.find_spec(mod) is None]
     if missing:
         raise ToolchainError(

@@ -139,14 +139,14 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
                 raise RunError(
                     f"stack overflow{tag}: Zephyr's stack guard stopped the main thread (fatal error 2, "
                     f"K_ERR_STACK_CHK_FAIL); {overflow.replace('was used to its limit', 'is too small')}",
-                    hint="give the firmware a larger stack: armgen new --force --stack-size BYTES "
+                    hint="give the firmware a larger stack: armgen update --stack-size BYTES "
                     "(CONFIG_MAIN_STACK_SIZE)" + logref,
                 )
             bits = _cfsr_bits(err.where)
             then = f"{err.name}" + (f" [{', '.join(bits)}]" if bits else "")
             raise RunError(
                 f"stack overflow{tag}: {overflow}, then {then}",
-                hint="give the firmware a larger stack: armgen new --force --stack-size BYTES, or "
+                hint="give the firmware a larger stack: armgen update --stack-size BYTES, or "
                 "--stack-size auto (armgen build measures it on QEMU)" + logref,
             )
     for err in log.errors:

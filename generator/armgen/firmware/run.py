@@ -165,7 +165,7 @@ def _repeated_runs(
             if log.input_source == "embedded" and input_given:
                 raise RunError(
                     "the firmware ignored input.bin and ran its embedded sample input",
-                    hint="regenerate the project with this armgen (`armgen new --force`) so its "
+                    hint="take this armgen into the project (`armgen update`) so its "
                     "firmware reads input.bin through semihosting",
                 )
             if log.input_source == "embedded":

@@ -20,8 +20,8 @@
 #include "armgen_semihost.h"
 
 /* The pool sizes Kconfig records must be the ones compiled into armgen_pools.h. */
-BUILD_ASSERT(CONFIG_ARMGEN_POOL_PLANNED_1_SIZE == ARMGEN_POOL_PLANNED_1_SIZE, "Kconfig ARMGEN_POOL_PLANNED_1_SIZE differs from armgen_pools.h: regenerate with armgen new --force");
-BUILD_ASSERT(CONFIG_ARMGEN_POOL_METHOD_SIZE == ARMGEN_POOL_METHOD_SIZE, "Kconfig ARMGEN_POOL_METHOD_SIZE differs from armgen_pools.h: regenerate with armgen new --force");
+BUILD_ASSERT(CONFIG_ARMGEN_POOL_PLANNED_1_SIZE == ARMGEN_POOL_PLANNED_1_SIZE, "Kconfig ARMGEN_POOL_PLANNED_1_SIZE differs from armgen_pools.h: regenerate with armgen update");
+BUILD_ASSERT(CONFIG_ARMGEN_POOL_METHOD_SIZE == ARMGEN_POOL_METHOD_SIZE, "Kconfig ARMGEN_POOL_METHOD_SIZE differs from armgen_pools.h: regenerate with armgen update");
 
 /* ---- console -------------------------------------------------------------------------------- */
 void armgen_console_write(const char* s) {
