@@ -34,11 +34,13 @@ def new_project(
     calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | str | None, force: bool,
     say: Say, frontend: str | None = None, zephyr_development_tree: bool = False, render_only: bool = False,
+    project_dir: Path | None = None,
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
 
-    ``render_only``: for ``armgen update``: the project ``out_dir/name`` exists; render the new version
-    (keeping its ``[budgets]``) without writing anything (``written`` is None).
+    ``render_only``: for ``armgen update``: the project exists (at ``project_dir``, default ``out_dir/name``;
+    its directory may be named otherwise); render the new version (keeping its ``[budgets]``, paths relative
+    to it) without writing anything (``written`` is None).
 
     The cheap checks (board, name, backend, RTOS, Zephyr release, stack size, an existing directory)
     come first: nothing is compiled or written for bad input. ``say`` gets the notes and warnings.
@@ -79,7 +81,7 @@ def new_project(
     audio = _frontend(frontend, model or name, rtos) if frontend is not None else None
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
-    dest = out_dir.expanduser().resolve() / name
+    dest = project_dir.expanduser().resolve() if project_dir is not None else out_dir.expanduser().resolve() / name
     if dest.exists() and not force and not render_only:
         raise ProjectError(f"{dest} already exists", hint="choose another NAME or --out, or pass --force to replace it")
     if force:
@@ -93,6 +95,10 @@ def new_project(
                                                                        backend, Path(tmp), say)
         # The record holds paths relative to the project (a team's clone is elsewhere), and the digests of
         # the source and weights files (armgen.project.staleness): schema 2.
+        if weights is None and weights_used != UNTRAINED_WEIGHTS:
+            # found by the sample's own lookup ($ARMGEN_MLPERF_DIR, the weights cache): a path of this machine
+            # that a clone elsewhere could not follow; an update looks it up again the same way
+            weights_used = None
         source_sha256 = file_sha256(source) if not source.startswith("sample:") else None
         weights_sha256 = file_sha256(weights_used)
         source, weights_used = _relative(source, dest), _relative(weights_used, dest)

@@ -133,6 +133,9 @@ def test_a_conflicting_edit_gets_markers_the_saved_copy_and_exit_1(project, prog
     record = tomllib.loads((project / "armgen.toml").read_text())
     assert record["model"]["source"].endswith("two_inputs.pte")
     assert "ARMGEN_INPUT1_NUMEL" in (project / "src" / "model" / "armgen_model.h").read_text()
+    # another update with the markers still there: refused, one line (the compile would find them later)
+    r = armgen("update", str(project), "--dry-run")
+    assert r.returncode == 2 and "src/main.cpp still holds the conflict markers" in r.stderr, r.stderr
 
 
 def test_ctrl_c_in_the_middle_leaves_the_project_byte_identical(project):
@@ -260,7 +263,7 @@ def test_git_commits_no_intermediates_and_run_rebuilds_them_only_as_committed(pr
     for name in pt2:
         (project / "model" / name).unlink()
     shutil.copy(MODELS / "update_v2.py", project.parent / "model.py")  # the source moved on since the commit
-    with pytest.raises(ProjectError, match="the rebuilt program differs from the committed mlp.pte"):
+    with pytest.raises(ProjectError, match="the model source ../model.py changed since the program was made"):
         restore_intermediates(record, report, said.append)
     assert not list((project / "model").glob("*.pt2"))  # nothing taken
 
@@ -270,3 +273,43 @@ def test_another_board_is_a_cause_the_plan_names(project):
     assert r.returncode == 0, r.stderr
     err = ANSI.sub("", r.stderr)
     assert "board qemu_mps3_an547 -> qemu_mps2_an386" in err and "target cortex-m55 -> cortex-m4" in err, err
+
+
+def test_update_in_place_from_inside_twice_with_nothing_changed_is_a_no_op(tmp_path):
+    """A fresh user's findings: an update replaced the project directory (a shell inside it lost its working
+    directory; .git, ignored data and empty directories were copied or lost), and a user-defined nn.Module made
+    the git-ignored .pt2 files differ every compile, so each no-change update rewrote armgen.toml. Now the
+    directory stays (same inode), untracked data is untouched, and git sees no change."""
+    shutil.copy(MODELS / "update_v3.py", tmp_path / "model.py")  # a model class of its own (Residual)
+    r = armgen("new", "mlp", "--model", str(tmp_path / "model.py"), "--board", BOARD, "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    project = tmp_path / "mlp"
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "new"],
+                   check=True)
+    (project / "scratch").mkdir()
+    (project / "empty").mkdir()
+    (project / "scratch" / "data.bin").write_bytes(b"x" * 1000)
+    inode = project.stat().st_ino
+    r = armgen("update", cwd=project)  # PROJECT defaults to "."
+    assert r.returncode == 0, r.stderr
+    assert project.stat().st_ino == inode and (project / "empty").is_dir() and (project / "scratch" / "data.bin").is_file()
+    status = subprocess.run(["git", "-C", str(project), "status", "--porcelain"], capture_output=True, text=True,
+                            check=True).stdout
+    assert status.split() == ["??", "scratch/"], status  # nothing armgen wrote changed
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp or trash left
+
+
+def test_a_new_board_removes_build_and_a_renamed_directory_updates(project):
+    """build/ configured for the M55 would link the old CPU's code after `--board` an M4 board: it goes. The
+    directory may be named otherwise than the project (a clone, a worktree)."""
+    (project / "build").mkdir()
+    (project / "build" / "CMakeCache.txt").write_text("ARMGEN_CPU=cortex-m55\n")
+    renamed = project.with_name("mlp-m4")
+    project.rename(renamed)
+    r = armgen("update", str(renamed), "--board", "qemu_mps2_an386")
+    assert r.returncode == 0, r.stderr
+    assert "build/ was configured for the old one and is removed" in ANSI.sub("", r.stderr)
+    assert not (renamed / "build").exists()
+    assert tomllib.loads((renamed / "armgen.toml").read_text())["target"] == "cortex-m4"

@@ -98,9 +98,11 @@ def new_cmd(
 
     _say(f"created {project} ({len(rendered.files)} files): {spec.rtos} project for {board.name}, "
          f"backend {spec.backend}, program {report.name} ({report.pte_size} B)")
-    if written.kept:
-        n = len(written.kept)
-        _say(f"kept {n} file{'s' if n != 1 else ''} armgen does not generate: {', '.join(written.kept)}")
+    shown = [k for k in written.kept if not k.startswith(".git/")]
+    if shown or len(shown) != len(written.kept):
+        n = len(shown)
+        _say(f"kept {n} file{'s' if n != 1 else ''} armgen does not generate: {', '.join(shown) or '-'}"
+             + (" (and .git/)" if len(shown) != len(written.kept) else ""))
     table = Table(title=f"memory pools of {name}", title_justify="left")
     for col in ("pool", "bytes", "region", "section"):
         table.add_column(col, justify="right" if col == "bytes" else "left")

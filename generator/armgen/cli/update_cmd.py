@@ -13,6 +13,7 @@ from rich.table import Table
 from armgen.cli._console import err_console, out_console, print_table
 from armgen.cli.group import main, offline_option
 from armgen.cli.new_cmd import _StackSize
+from armgen.project.update import UpdatePlan, describe_conflicts
 from armgen.workspace import OTHER_RELEASE_ENV
 
 #: How each action reads in the plan's table.
@@ -21,6 +22,16 @@ _SAYS = {
     "merge": "merge (yours + armgen's)", "conflict": "CONFLICT", "restore": "restore (you deleted it)",
     "deleted": "stays deleted (yours)", "remove": "remove (no longer generated)",
 }
+
+
+def _release_list() -> str:
+    from armgen.workspace import zephyr_releases
+
+    names = [name for name, _ in zephyr_releases()]
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+_RELEASES = _release_list()
 
 
 def _say(text: str) -> None:
@@ -39,7 +50,8 @@ def _say(text: str) -> None:
 @click.option("--board", "board_name", default=None,
               help="Another board (name, alias or .yaml; its default backend unless --backend); default: the record's.")
 @click.option("--rtos", type=click.Choice(["zephyr", "baremetal"]), default=None, help="Default: the record's.")
-@click.option("--zephyr-release", default=None, metavar="RELEASE", help="Default: the record's (Zephyr projects).")
+@click.option("--zephyr-release", default=None, metavar="RELEASE",
+              help=f"Zephyr release: {_RELEASES} (modules/zephyr/releases.yaml); default: the record's.")
 @click.option("--backend", type=click.Choice(["cortex-m", "ethos-u"]), default=None, help="Default: the record's.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the diff; write nothing.")
 @offline_option()
@@ -50,20 +62,21 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
 
     Per file: armgen's untouched files are replaced; your edits are kept; where both changed, your
     file is merged three ways (git merge-file) and a conflict gets markers, your version saved beside
-    it as <file>.mine and exit status 1. Atomic: an error or Ctrl-C leaves the project as it was.
+    it as <file>.mine and exit status 1. In place, file by file: an error or Ctrl-C before the files are
+    put in place leaves the project as it was; a new board, RTOS or CPU removes build/.
     """
     from armgen.errors import ModelError, ProjectError
     from armgen.model.pretrained import offline_mode
     from armgen.pipeline import UNTRAINED_WEIGHTS, new_project
     from armgen.project.record import load_project
-    from armgen.project.render import RenderedProject, write_project_result
-    from armgen.project.update import plan_update, unified_diff
+    from armgen.project.update import apply_plan, plan_update, unified_diff, unresolved_conflicts
 
     record = load_project(project, hint="pass the directory of a project `armgen new` made")
     root = record.root
-    if record.name != root.name:
-        raise ProjectError(f"{root}: the directory is named {root.name!r}, its record says {record.name!r}",
-                           hint=f"rename the directory back to {record.name}")
+    unresolved = unresolved_conflicts(root, record)
+    if unresolved:
+        raise ProjectError(f"{', '.join(unresolved)} still hold{'s' if len(unresolved) == 1 else ''} the conflict "
+                           "markers of the last update", hint="resolve them (and delete the .mine copies), then update")
     source = record.model.source if record.model else ""
     if model is None and source and not source.startswith("sample:"):
         if source.lower().endswith(".pte"):
@@ -85,7 +98,7 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
             calibration=calibration, rtos=rtos or record.rtos,
             backend=backend or (None if board_name else record.backend),
             zephyr_release=zephyr_release or (record.zephyr_release if (rtos or record.rtos) == "zephyr" else None),
-            out_dir=root.parent,
+            out_dir=root.parent, project_dir=root,
             stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
             zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
         )
@@ -102,24 +115,31 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
         table.add_row(escape(a.path), "you" if a.owner == "user" else "armgen", escape(_SAYS[a.action] + beside),
                       escape("; ".join(a.causes)))
     print_table(table)
+    for a in plan.actions:
+        if a.action == "deleted" and a.path in ("src/main.cpp", "app.cmake"):
+            _say(f"warning: {a.path} is deleted and stays so, but the generated CMakeLists.txt includes it: "
+                 "the build needs a file there")
+    if plan.new_target and (root / "build").is_dir():
+        _say("note: the board, RTOS, backend or CPU changed: build/ was configured for the old one and is removed")
     if dry_run:
         out_console.print(unified_diff(root, plan), markup=False, highlight=False, soft_wrap=True, end="")
         if plan.conflicts:
-            _say(f"would conflict: {', '.join(a.path for a in plan.conflicts)}")
+            raise click.exceptions.Exit(_conflict_exit(plan, would=True))
         return
-    write_project_result(RenderedProject(str(record.name), plan.files), root.parent, force=True, drop=plan.drop)
+    held = apply_plan(root, plan, drop_build=plan.new_target)
     unchanged = sum(a.action in ("same", "keep") for a in plan.actions)
     _say(f"updated {root}: {len(plan.changed)} files changed, {unchanged} unchanged or yours")
+    if held:
+        _say(f"note: {held[0]} came while the files were being put in place: held back, the update is complete")
     if plan.conflicts:
-        names = ", ".join(a.path for a in plan.conflicts)
-        raise click.exceptions.Exit(_conflict_exit(names))
+        raise click.exceptions.Exit(_conflict_exit(plan))
     _say(f"next: armgen build {root}")
 
 
-def _conflict_exit(names: str) -> int:
-    """Say which files conflict (one line) and return the exit status of a conflict (1)."""
-    err_console.print(f"[bold red]armgen: conflict:[/] {escape(names)}: both you and armgen changed them; "
-                      "resolve the markers (your version is beside each as <file>.mine), then build",
+def _conflict_exit(plan: UpdatePlan, would: bool = False) -> int:
+    """Say which files conflict and where each version is (one line); return the exit status of a conflict (1)."""
+    err_console.print(f"[bold red]armgen: {'would conflict' if would else 'conflict'}:[/] "
+                      f"{escape(describe_conflicts(plan))}; resolve, delete the copies, then build",
                       highlight=False, soft_wrap=True)
     return 1
 

@@ -40,13 +40,15 @@ def save_lowered_program(ep: Any, path: Path | str) -> None:
 
 
 def strip_volatile_meta(ep: Any) -> None:
-    """Drop node provenance that embeds object ids (``from_node``), so a saved program is reproducible.
+    """Drop node provenance that embeds object ids (``from_node``) or this machine's paths (``stack_trace``),
+    so a saved program is reproducible.
 
     Loading a quantized ``.pt2`` needs the ``quantized_decomposed`` ops registered first
     (``import torchao.quantization.pt2e.quantize_pt2e``).
     """
     for node in ep.graph_module.graph.nodes:
         node.meta.pop("from_node", None)
+        node.meta.pop("stack_trace", None)  # absolute paths of this machine (the model source, the venv)
     # A delegate's LoweredBackendModule keeps the partition it was lowered from (``original_module``, an
     # ExportedProgram serialized with the program): its nodes carry the same provenance.
     for module in ep.graph_module.modules():

@@ -20,6 +20,7 @@ Accepted ``MODEL`` arguments of ``armgen compile``:
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import os
@@ -150,7 +151,9 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
 
 
 def _import_file(path: Path) -> types.ModuleType:
-    mod_name = f"armgen_user_model_{abs(hash(str(path.resolve())))}"
+    # A name stable from process to process (Python's hash() of a str is salted per process): it is recorded in
+    # the exported program's nn_module_stack, which must not change between two identical compiles.
+    mod_name = f"armgen_user_model_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     if spec is None or spec.loader is None:
         raise ModelError(f"{path}: cannot be imported as a Python module")

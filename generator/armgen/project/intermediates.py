@@ -29,6 +29,17 @@ def is_intermediate(name: str) -> bool:
     return any(fnmatchcase(name, pattern) for pattern in IGNORED)
 
 
+def _sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def is_intermediate_path(rel: str) -> bool:
+    """Whether a project file (relative POSIX path) is an intermediate: ``model/`` or a stand-in's ``model/``.
+    Intermediates have no digest in the record and ``armgen update`` replaces them without a plan line."""
+    parts = rel.split("/")
+    return len(parts) >= 2 and parts[-2] == "model" and is_intermediate(parts[-1])
+
+
 def missing_intermediates(record: ProjectRecord, report: Any) -> list[str]:
     """The names of ``report.files`` (roles -> names beside the report) that are intermediates and absent."""
     folder = record.model_path("report").parent
@@ -55,6 +66,10 @@ def restore_intermediates(record: ProjectRecord, report: Any, say: Callable[[str
         if source.lower().endswith(".pte") or not resolved.exists():
             raise ProjectError(f"{folder}: {', '.join(missing)} missing and cannot be rebuilt from {source}",
                                hint="run `armgen update --model FILE` with the model source")
+        if model.source_sha256 and _sha256_of(resolved) != model.source_sha256:  # no compile to find out
+            raise ProjectError(f"{folder}: {', '.join(missing)} missing, and the model source {source} changed since "
+                               "the program was made: they cannot be rebuilt as committed",
+                               hint="`armgen update` takes the changed model in")
         source = str(resolved)
     from armgen.model.compile import compile_model
 
@@ -84,4 +99,4 @@ def restore_intermediates(record: ProjectRecord, report: Any, say: Callable[[str
     return missing
 
 
-__all__ = ["IGNORED", "is_intermediate", "missing_intermediates", "restore_intermediates"]
+__all__ = ["IGNORED", "is_intermediate", "is_intermediate_path", "missing_intermediates", "restore_intermediates"]

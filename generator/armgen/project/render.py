@@ -41,6 +41,7 @@ from armgen.exit_codes import EXIT_CODES
 from armgen.model.tensors import numpy_dtype, stored_shape, to_memory_order
 from armgen.paths import TEMPLATES_DIR
 from armgen.project.flash_watch import flash_watch_context
+from armgen.project.intermediates import is_intermediate_path
 from armgen.project.options import reads_input_file, validate_name
 from armgen.project.ownership import BASE_DIR, user_owned
 from armgen.project.record import ModelEntry, PoolEntry, ProjectRecord, check_replaceable
@@ -137,7 +138,7 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     # What `armgen update` needs: the pristine text of your files (its merge base) and every file's digest.
     for rel in user_owned(sorted(files)):
         files[f"{BASE_DIR}/{rel}"] = files[rel]
-    digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+    digests = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items() if not is_intermediate_path(rel)}
     files["armgen.toml"] = project_record(spec, standin, digests)
     return RenderedProject(name=spec.name, files=dict(sorted(files.items())))
 

@@ -31,6 +31,9 @@ Each change of an armgen file carries its causes: the facts of the record and th
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import signal
 import subprocess
 import tempfile
 import tomllib
@@ -42,6 +45,7 @@ from typing import Any
 import yaml
 
 from armgen.errors import ProjectError
+from armgen.project.intermediates import is_intermediate_path
 from armgen.project.ownership import BASE_DIR, USER, owner_of
 from armgen.project.record import RECORD_FILE, ProjectRecord
 
@@ -87,6 +91,12 @@ class UpdatePlan:
     files: dict[str, bytes] = field(default_factory=dict)
     drop: frozenset[str] = frozenset()
     notes: tuple[str, ...] = ()
+    kinds: frozenset[str] = frozenset()
+
+    @property
+    def new_target(self) -> bool:
+        """The board, RTOS, backend, CPU target or Zephyr release changed: ``build/`` was configured for the old."""
+        return "board" in self.kinds
 
     @property
     def conflicts(self) -> list[FileAction]:
@@ -184,7 +194,7 @@ def causes(
             out.setdefault("versions", []).append(f"{what} {a or '?'} -> {b}")
     old_mem = {k: v for k, v in old.memory.items()}
     new_mem = new_record.get("memory") or {}
-    for key in sorted(old_mem.keys() | new_mem.keys()):
+    for key in sorted((old_mem.keys() | new_mem.keys()) - {"method_allocator_bound"}):  # that one is the method pool
         if old_mem.get(key) != new_mem.get(key):
             out.setdefault("memory", []).append(f"{key} {old_mem.get(key)} -> {new_mem.get(key)}")
     return out
@@ -237,6 +247,12 @@ def plan_update(root: Path, record: ProjectRecord, new_files: dict[str, bytes]) 
     files: dict[str, bytes] = {RECORD_FILE: new_files[RECORD_FILE]}
     drop: set[str] = set()
     for path in paths:
+        if is_intermediate_path(path):  # git-ignored, rebuilt from the record: armgen's, no digest, no plan line
+            if path in new_files:
+                files[path] = new_files[path]
+            elif (root / path).is_file():
+                drop.add(path)
+            continue
         if path.startswith(BASE_DIR + "/"):
             if path in new_files:
                 files[path] = new_files[path]
@@ -290,7 +306,113 @@ def plan_update(root: Path, record: ProjectRecord, new_files: dict[str, bytes]) 
             files[path] = act.data
         if act.beside is not None:
             files[act.beside[0]] = act.beside[1]
-    return UpdatePlan(tuple(actions), all_causes, dict(sorted(files.items())), frozenset(drop), tuple(notes))
+    return UpdatePlan(tuple(actions), all_causes, dict(sorted(files.items())), frozenset(drop), tuple(notes),
+                      frozenset(found))
+
+
+#: The first line git merge-file writes for an overlap in :func:`merge3` (labels "yours" / "armgen").
+CONFLICT_MARKER = b"<<<<<<< yours"
+
+
+def unresolved_conflicts(root: Path, record: ProjectRecord) -> list[str]:
+    """Your files that still hold the conflict markers of an earlier update (``<<<<<<< yours`` at a line start)."""
+    out = []
+    for path in sorted(record.files):
+        if owner_of(path) != USER:
+            continue
+        data = _read(root / path)
+        if data is not None and (data.startswith(CONFLICT_MARKER) or b"\n" + CONFLICT_MARKER in data):
+            out.append(path)
+    return out
+
+
+def describe_conflicts(plan: UpdatePlan) -> str:
+    """One line naming each conflict and where its two versions are."""
+    parts = []
+    for a in plan.conflicts:
+        beside = a.beside[0] if a.beside else ""
+        if a.owner == USER and beside.endswith(MINE_SUFFIX):
+            parts.append(f"{a.path} (conflict markers; your version in {beside})")
+        elif a.owner == USER:
+            parts.append(f"{a.path} (yours kept; armgen's new version in {beside})")
+        else:
+            parts.append(f"{a.path} (armgen's file: its new version written; your edit in {beside})")
+    return "; ".join(parts)
+
+
+def apply_plan(root: Path, plan: UpdatePlan, *, drop_build: bool = False) -> list[str]:
+    """Write ``plan`` into the project at ``root`` in place, file by file; returns the interruptions held back.
+
+    The directory itself stays (a shell inside it keeps working; ``.git``, ignored data, empty directories,
+    its mode and mount are untouched). Every file to write is staged first beside its target (a temporary
+    name in the same directory); an error or Ctrl-C while staging removes the staged files and leaves the
+    project byte-identical. Then, with SIGINT and SIGTERM held back, the staged files are renamed into place
+    (each rename atomic), the dropped files removed and, with ``drop_build``, ``build/`` removed. A signal
+    held back is returned (its name) for the caller to report; it does not undo a finished update.
+
+    Raises:
+        ProjectError: a file cannot be staged (a directory in the way, no permission, disk full).
+    """
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for rel, data in plan.files.items():
+            target = root / rel
+            if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
+                continue  # unchanged: keeps its modification time, so the next build recompiles less
+            if target.is_dir() and not target.is_symlink():
+                raise ProjectError(f"cannot write {target}: it is a directory", hint="move it elsewhere")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".armgen-tmp", dir=target.parent)
+            staged.append((Path(name), target))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            mode = target.stat().st_mode & 0o777 if target.is_file() else 0o666 & ~_umask()
+            os.chmod(name, mode)
+    except BaseException as exc:
+        for staged_file, _ in staged:
+            staged_file.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ProjectError(f"cannot write project {root}: {exc}") from None
+        raise
+    held: list[str] = []
+    previous = _hold_signals(held)
+    try:
+        for staged_file, target in staged:
+            if target.is_symlink():
+                target.unlink()
+            os.replace(staged_file, target)
+        for rel in sorted(plan.drop):
+            (root / rel).unlink(missing_ok=True)
+        if drop_build and (root / "build").is_dir() and not (root / "build").is_symlink():
+            shutil.rmtree(root / "build", ignore_errors=True)
+    finally:
+        _restore_signals(previous)
+    return held
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _hold_signals(held: list[str]) -> dict[int, Any]:
+    """Replace the SIGINT/SIGTERM handlers by one that records the signal (main thread only; elsewhere none)."""
+    def record(signum: int, _frame: Any) -> None:
+        held.append(signal.Signals(signum).name)
+
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, record)
+        except ValueError:  # not the main thread
+            break
+    return previous
+
+
+def _restore_signals(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
 
 
 def unified_diff(root: Path, plan: UpdatePlan, limit: int = 400) -> str:
@@ -312,5 +434,5 @@ def unified_diff(root: Path, plan: UpdatePlan, limit: int = 400) -> str:
     return "".join(out)
 
 
-__all__ = ["ARMGEN_NEW_SUFFIX", "MINE_SUFFIX", "FileAction", "UpdatePlan", "causes", "merge3", "plan_update",
-           "unified_diff"]
+__all__ = ["ARMGEN_NEW_SUFFIX", "CONFLICT_MARKER", "MINE_SUFFIX", "FileAction", "UpdatePlan", "apply_plan", "causes",
+           "describe_conflicts", "merge3", "plan_update", "unified_diff", "unresolved_conflicts"]
