@@ -27,7 +27,15 @@ DATA = ("boards", "templates", "modules", "samples")
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(REPO)],
+    # From a copy of the files git tracks: setuptools reuses the checkout's (git-ignored) build/lib, where the
+    # templates an older checkout had (e.g. src/app/ before it became yours) would ride along into the wheel.
+    source = tmp_path_factory.mktemp("wheel-source")
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True).stdout
+    for rel in filter(None, tracked.decode().split("\0")):
+        if (REPO / rel).is_file():
+            (source / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, source / rel)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(source)],
                    check=True, capture_output=True, text=True, timeout=600)
     (whl,) = out.glob("armgen-*.whl")
     return whl
