@@ -10,13 +10,12 @@ import copy
 import sys
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from armgen.model.operator_matrix import ROWS, matrix_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # armgen loads this file by path
-from executorch_cases import upstream_cases  # noqa: E402
+from executorch_cases import CasesModel, upstream_cases  # noqa: E402
 
 UPSTREAM = (
     "conv_transpose.conv_transpose2d_relu", "conv_transpose.conv_transpose2d_hardtanh",
@@ -32,26 +31,17 @@ _cases = [c for c in upstream_cases({n.split(".")[0] for n in UPSTREAM}) if c.na
 assert len(_cases) == len(UPSTREAM), sorted(set(UPSTREAM) - {c.name for c in _cases})
 
 
-class MatrixAndUpstream(nn.Module):
+class MatrixAndUpstream(CasesModel):
     """The rows' branches (``r00``...: one output each, row order), then the cases' (``u00``...: their
-    outputs flattened, UPSTREAM's file order); a branch's inputs side by side."""
+    outputs flattened, UPSTREAM's file order); a branch's inputs side by side (CasesModel's forward)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        nn.Module.__init__(self)
         self.arity = [len(r.inputs) for r in ROWS] + [len(c.inputs) for c in _cases]
         for key, branch in _rows.named_children():
             self.add_module(key, branch)
         for i, c in enumerate(_cases):  # a copy each: upstream reuses one module instance in several cases
             self.add_module(f"u{i:02d}", copy.deepcopy(c.model))
-
-    def forward(self, *xs):
-        outs: list[torch.Tensor] = []
-        i = 0
-        for (_name, branch), n in zip(self.named_children(), self.arity, strict=True):
-            y = branch(*xs[i:i + n])
-            outs.extend(y if isinstance(y, (tuple, list)) else [y])
-            i += n
-        return tuple(outs)
 
 
 model = MatrixAndUpstream().eval()
