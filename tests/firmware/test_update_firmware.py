@@ -71,3 +71,12 @@ def test_edits_survive_a_retrained_model_and_a_new_operator(tmp_path):
     assert pools_v3 != pools_v2 and "temp" in pools_v3
     assert "cortex_m::quantized_add" in (project / "model" / "selected_operators.yaml").read_text()
     built_and_run(project, ("build/mlp.elf", "build/mlp-run.elf"))
+
+    # A copy with its build/ (cp -a): the cache names the original tree; the copy's own src/app must be built
+    copy = tmp_path / "copy" / "mlp"
+    shutil.copytree(project, copy, symlinks=True)
+    (copy / "src" / "app" / "mine.c").write_text("int mine(void) { return 43; }  /* the copy's */\n")
+    main = copy / "src" / "main.cpp"
+    main.write_text(main.read_text().replace("mine says %d", "the copy says %d"))
+    ok(armgen("build", str(copy)), "armgen build (a copied project)")
+    assert b"the copy says %d" in (copy / "build" / "mlp.elf").read_bytes()
