@@ -359,16 +359,10 @@ def _size_stack(
 
 
 def _prepare_build_dir(record: ProjectRecord, rebuild: bool, run_input: bool = False) -> tuple[Path, Path]:
-    """``PROJECT/build`` (or ``PROJECT/build/run-input`` for :data:`RUN_INPUT_DIR`'s variant), emptied
-    first for a clean build, or when its CMake cache was made for a project elsewhere (moved or copied with
-    its build/), and the path of its tool log."""
+    """``PROJECT/build`` (or ``build/run-input``), emptied for a clean build or a foreign cache; its tool log."""
     build_dir = record.build_dir / RUN_INPUT_DIR if run_input else record.build_dir
-    home = _cached(build_dir, "CMAKE_HOME_DIRECTORY")
-    if home is not None and Path(home).resolve() != record.root.resolve():
-        # a build/ carried along by `mv` or `cp -a`: its cache names the old source tree (absolute paths, the
-        # src/app glob), so it would build the old project's sources into this one's image
-        rebuild = True
-    if rebuild and build_dir.is_dir():
+    home = _cached(build_dir, "CMAKE_HOME_DIRECTORY")  # another source tree: a build/ carried along by mv / cp -a
+    if (rebuild or (home is not None and Path(home).resolve() != record.root.resolve())) and build_dir.is_dir():
         shutil.rmtree(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     return build_dir, build_dir / "armgen-build.log"
