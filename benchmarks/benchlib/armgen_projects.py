@@ -31,11 +31,15 @@ def stack_sizing(proj: Path) -> dict[str, Any] | None:
 
 
 def product_run(proj: Path) -> dict[str, Any] | None:
-    """The product image's own run, ``build/stack-check.log``: what ``armgen build`` ran to check the sized
-    stack. It is the image as shipped, which writes its input in place before SysTick starts, as TFLM's
-    runner does; ``armgen run``'s variant copies the sample input inside the timed call (ad: 640 B)."""
+    """The check run of ``armgen build`` (``--stack-size auto``), ``build/stack-check.log``: `armgen run`'s
+    image (armgen's harness main with the product's model library, pools, platform and sized stack; the
+    product's own main may never return, issue 42). Projects written before that ran the product image here,
+    which writes its input in place before SysTick starts; the harness image copies the sample input inside
+    the timed call (ad: 640 B)."""
+    from armgen.boards import load_board
     from armgen.firmware.console_protocol import parse_firmware_output
     from armgen.firmware.qemu import instructions_from_ticks
+    from armgen.project.record import load_project
 
     log_path, sizing = proj / "build" / "stack-check.log", stack_sizing(proj)
     if not log_path.is_file() or not sizing:
@@ -43,8 +47,10 @@ def product_run(proj: Path) -> dict[str, Any] | None:
     fw = parse_firmware_output(log_path.read_text(errors="replace"))
     if fw.ticks is None or not fw.done:
         return None
-    return {"ticks": fw.ticks, "instructions": instructions_from_ticks(fw.ticks, sizing["machine"]),
-            "log": "build/stack-check.log (armgen build's check run of the product image)"}
+    emulator = load_board(str(load_project(proj).board_spec)).emulator
+    hz = emulator.systick_hz if emulator is not None else None
+    return {"ticks": fw.ticks, "instructions": instructions_from_ticks(fw.ticks, hz),
+            "log": f"build/stack-check.log (armgen build's check run of {sizing.get('image') or 'the product image'})"}
 
 
 def backfill_product_runs(results: dict[str, Any], cache: Path) -> None:

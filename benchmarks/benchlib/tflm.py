@@ -303,7 +303,7 @@ class Tflm:
             "stack_reserved": fw.stack.reserved if fw.stack else None,
             "stack_used": fw.stack.used if fw.stack else None,
             "ticks": fw.ticks,
-            "instructions": instructions_from_ticks(fw.ticks, emulator.qemu_machine) if fw.ticks is not None else None,
+            "instructions": instructions_from_ticks(fw.ticks, emulator.systick_hz) if fw.ticks is not None else None,
             "outputs": outs,
             "litert_reference": ref,
             "max_abs_diff_vs_litert": maxdiff,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ def new_project(
     calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | str | None, force: bool,
     say: Say, frontend: str | None = None, zephyr_development_tree: bool = False, render_only: bool = False,
-    project_dir: Path | None = None,
+    project_dir: Path | None = None, standin_choice: str = "auto",
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
 
@@ -50,6 +49,8 @@ def new_project(
     declaration (:mod:`armgen.model.frontend`). ``zephyr_development_tree``: write the project also for a
     board target only development trees of the Zephyr release have (the CLI sets it from
     ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; see :func:`armgen.project.zephyr.board_target`).
+    ``standin_choice``: ``auto`` or ``baremetal``: the stand-in application `armgen run` uses, rendered with
+    the project (:func:`armgen.project.run_plan.standin_rtos`).
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
@@ -126,8 +127,8 @@ def new_project(
         kept_budgets = _user_budgets(dest) if force or render_only else None
         if kept_budgets is not None:
             spec = dataclasses.replace(spec, budgets=kept_budgets)
-        standin = _zephyr_standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say,
-                                  development_tree=zephyr_development_tree)
+        standin = _standin(spec, report, pte_path, report_path, source, weights_used, stack_size, say,
+                           choice=standin_choice, development_tree=zephyr_development_tree)
         rendered = render_project(spec, standin)
         written = None if render_only else write_project_result(rendered, out_dir, force=force)
 
@@ -162,29 +163,30 @@ def _user_budgets(dest: Path) -> dict[str, Any] | None:
     return kept
 
 
-def _zephyr_standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say, *,
-                    development_tree: bool = False):
-    """The spec of the stand-in Zephyr application `armgen run` uses for a Zephyr project on a real
-    board: the same program on the board's QEMU machine (same CPU), when that machine is in the
-    project's Zephyr release and the program runs on the CPU. None otherwise (then `armgen run` says
-    why, or runs a bare-metal stand-in with --baremetal-standin)."""
+def _standin(spec, report, pte_path, report_path, source, weights, stack_size, say: Say, *, choice: str = "auto",
+             development_tree: bool = False):
+    """The spec of the stand-in application `armgen run` uses (armgen.project.run_plan.standin_rtos): the same
+    program for the board's QEMU machine (same CPU), Zephyr when that machine is in the project's Zephyr
+    release, else bare metal. None when the project runs itself, on the host or nowhere."""
     from armgen.boards import load_board
+    from armgen.project.run_plan import runs_on_npu, standin_rtos
     from armgen.project.spec import make_spec
     from armgen.project.zephyr import zephyr_placement
 
     board = spec.board
-    if spec.rtos != "zephyr" or spec.uses_npu or board.emulator is None or board.emulator.board == board.name:
+    rtos = standin_rtos(board, spec.rtos, runs_on_npu(spec.backend, report), spec.zephyr_release, choice)
+    if rtos is None:
         return None
     qemu = load_board(board.emulator.board)
-    if qemu.zephyr is None or spec.zephyr_release not in qemu.zephyr.releases:
-        say(f"note: no Zephyr stand-in: QEMU board {qemu.name} is not in Zephyr {spec.zephyr_release}; "
-             "`armgen run --baremetal-standin` runs the program bare metal")
-        return None
+    if rtos == "baremetal" and spec.rtos == "zephyr" and choice == "auto":
+        say(f"note: QEMU board {qemu.name} is not in Zephyr {spec.zephyr_release}: `armgen run` runs the program "
+            f"in a bare-metal stand-in (standin/{qemu.name}/)")
+    zephyr = (zephyr_placement(qemu, spec.zephyr_release, development_tree=development_tree) if rtos == "zephyr"
+              else None)
     return make_spec(
         report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
-        rtos="zephyr", backend=spec.backend, model_source=source, weights=weights,
-        stack_size=stack_size, zephyr=zephyr_placement(qemu, spec.zephyr_release, development_tree=development_tree),
-        allow_cpu_mismatch=True,
+        rtos="zephyr" if rtos == "zephyr" else "baremetal", backend=spec.backend, model_source=source, weights=weights,
+        stack_size=stack_size, zephyr=zephyr, allow_cpu_mismatch=True,
     )
 
 
@@ -305,44 +307,181 @@ def _load_report(pte: Path, report_path: Path) -> Any:
         raise ProjectError(f"{report_path}: not a program report ({exc})") from exc
 
 
-def _cleanup(path: Path) -> None:  # pragma: no cover - helper kept for symmetry with write_project
-    shutil.rmtree(path, ignore_errors=True)
+
+# ---- `armgen run`: the run plan carried out ---------------------------------------------------------
+@dataclass(frozen=True)
+class ProjectRun:
+    """What :func:`run_project` did.
+
+    Attributes:
+        kind: ``qemu`` (tensors), ``audio`` (a clip through the front end) or ``tosa-reference``.
+        result: :class:`armgen.firmware.run.RunReport`, :class:`armgen.firmware.audio_run.AudioRunReport` or
+            :class:`armgen.firmware.tosa_run.TosaRunReport`. board: the project's board. emulator: the QEMU
+            machine (None on the host). report: the program report. plan: the run plan carried out.
+        labels: the output classes' names (() when unknown).
+    """
+
+    kind: str
+    result: Any
+    board: Any
+    emulator: Any
+    report: Any
+    plan: Any
+    labels: tuple[str, ...] = ()
 
 
-def build_baremetal_standin(
-    project: Path | str | None, board: str, *, workspace: Path | str | None = None, jobs: int | None = None,
-    progress: Any = None, rebuild: bool = False,
-) -> Any:
-    """Build a project's program for another board (its QEMU stand-in) as a bare-metal project.
+def run_project(
+    record: Any, *, on: str | None = None, input_file: Path | None = None, timeout: float = 120.0, repeat: int = 2,
+    rebuild: bool = False, progress: Any = None, say: Say = lambda line: None,
+) -> ProjectRun:
+    """Carry out the project's run plan (``armgen.toml [run]``, :mod:`armgen.project.run_plan`): build the run
+    image of the project or of its stand-in (armgen's harness main; :func:`armgen.firmware.build.build_project`
+    with ``run_input``) and run it on QEMU, or run an Ethos-U program on the host. Nothing is planned or
+    rendered here except, for a record without ``[run]`` (older armgen), a plan that needs no rendering (said
+    in one note).
 
-    The project's ``.pte`` and report are planned (spec) and rendered for ``board`` into
-    ``PROJECT/build/<board>/<name>/`` (a complete bare-metal project of its own) and built there:
-    the spec and render stages run again, chained here, so the build stage never reaches back.
-    The program must fit that board's CPU (CMSIS-NN scratch sizes are planned per CPU).
-
-    Returns:
-        armgen.firmware.build.BuildResult of the stand-in.
+    Args:
+        record: the project's :class:`armgen.project.record.ProjectRecord`. on: ``qemu`` or ``tosa-reference``
+            to override the plan (None: the plan's). input_file: tensors (.npy/.npz/.pt) or, with a front
+            end, a WAV clip. timeout: wall-clock seconds per QEMU run. repeat: runs of the same input.
+        rebuild: build the run image clean. progress: the build's progress callback. say: notes.
 
     Raises:
-        ProjectError: the project has no report/.pte, or the program does not fit ``board``;
-        and everything :func:`armgen.firmware.build.build_project` raises.
+        ProjectError: no readable program report. RunError: the plan cannot run here (an Ethos-U program on
+            QEMU, no QEMU machine, a record without a plan that needs a stand-in), bad input, or the run ended
+            badly. ModelError: the TOSA reference model refuses a graph. ToolchainError/BuildError: as the build
+            raises them.
     """
     from armgen.boards import load_board
-    from armgen.firmware.build import DEFAULT_JOBS, build_project
-    from armgen.project.record import load_project
-    from armgen.project.render import render_project, write_project
-    from armgen.project.spec import make_spec
+    from armgen.errors import RunError
+    from armgen.firmware.host_io import load_input_file
+    from armgen.model.program_report import ProgramReport
+    from armgen.project.intermediates import restore_intermediates
+    from armgen.project.run_plan import plan_from_record, runs_on_npu
 
-    record = load_project(project)
-    pte, report_path = record.model_path("pte"), record.model_path("report")
-    if not pte.is_file() or not report_path.is_file():
-        raise ProjectError(f"{record.root}: the program ({pte.name}, {report_path.name}) is missing from model/")
-    report = _load_report(pte, report_path)
-    target_board = load_board(board)
-    spec = make_spec(
-        report, target_board, name=str(record.name), pte_path=pte, report_path=report_path, rtos="baremetal",
-        backend=report.backend, model_source=record.model.source if record.model else "", allow_cpu_mismatch=True,
+    board = load_board(str(record.board_spec))
+    report_path = record.model_path("report")
+    if not report_path.is_file():
+        raise ProjectError(f"{report_path}: program report not found", hint="armgen.toml [model] report must name "
+                           "the <name>.report.json written by `armgen compile`")
+    try:
+        report = ProgramReport.load(report_path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
+    restore_intermediates(record, report, say)
+    plan = record.run
+    if plan is None:
+        plan = plan_from_record(record, board, report)
+        if plan is None:
+            raise RunError(f"project {record.name} was written before run plans and runs in a stand-in "
+                           "application armgen has not rendered", hint=f"armgen update {record.root} renders it")
+        say(f"note: armgen.toml has no [run] plan (an older armgen wrote it): {plan.on}, {plan.why}")
+    labels = _class_labels(record)
+    npu = runs_on_npu(record.backend or report.backend, report)
+    if on == "tosa-reference" or (on is None and plan.on == "tosa-reference"):
+        if not npu:
+            raise RunError(f"project {record.name} has no Ethos-U delegate: there is no TOSA graph to run",
+                           hint="run it on QEMU: armgen run (--on qemu)")
+        from armgen.firmware.tosa_run import run_on_tosa_reference
+
+        inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
+        say(f"running {record.name} on the host: TOSA reference model + host kernels...")
+        host = run_on_tosa_reference(report, report_dir=report_path.parent, inputs=inputs,
+                                     input_source=str(input_file) if input_file else None, classifier=bool(labels))
+        return ProjectRun("tosa-reference", host, board, None, report, plan, labels)
+    if plan.on == "tosa-reference":
+        raise RunError(f"project {record.name} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
+                       "it cannot run in an emulator",
+                       hint=_cortex_m_hint(record, board.name) if board.emulator else
+                       f"board {board.name} has no QEMU stand-in either; run it on the board or its FVP")
+    if plan.on == "none":
+        raise RunError(plan.why, hint="`armgen boards` shows which boards run on QEMU")
+    emulator = load_board(str(plan.emulator)).emulator
+    if emulator is None:
+        raise RunError(f"[run] emulator {plan.emulator} is not a QEMU machine board",
+                       hint=f"armgen update {record.root}")
+    pcm = source = None
+    if record.frontend is not None:
+        pcm, source = _clip(record, input_file)
+        inputs = None
+    else:
+        inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
+    from armgen.firmware import build as build_stage  # lazy: cmake/ninja wrappers
+
+    say(f"building {record.name} for QEMU {emulator.qemu_machine}...")
+    built = build_stage.build_project(record.root / str(plan.image), progress=progress, rebuild=rebuild, size=False,
+                                      run_input=True)
+    elf, firmware = Path(built.elf), built.project.rtos or "baremetal"
+    if pcm is not None:
+        from armgen.firmware.audio_run import run_audio
+        from armgen.model.frontend import frontend_from_record
+
+        assert record.frontend is not None
+        audio = run_audio(elf, report, emulator, frontend_from_record(record.frontend), pcm,
+                          report_dir=report_path.parent, labels=labels, input_source=str(source), timeout=timeout,
+                          log_path=elf.parent / "run" / "qemu-audio.log")
+        return ProjectRun("audio", audio, board, emulator, report, plan, labels)
+    from armgen.firmware.run import run_firmware
+
+    say(f"running {firmware} image {elf.name} on qemu-system-arm -machine {emulator.qemu_machine} "
+        f"-cpu {emulator.qemu_cpu}...")
+    result = run_firmware(
+        elf, report, emulator, report_dir=report_path.parent, inputs=inputs,
+        input_source=str(input_file) if input_file else None, timeout=timeout, repeat=repeat,
+        log_dir=elf.parent / "run", firmware=firmware,
+        zephyr_board=built.project.zephyr_target if firmware == "zephyr" else None,
+        reference_cache=elf.parent / "run" / "reference-cache",
     )
-    sub = write_project(render_project(spec), record.build_dir / target_board.name, force=True)
-    return build_project(sub, workspace=workspace, jobs=jobs or DEFAULT_JOBS, progress=progress, rebuild=rebuild,
-                         size=False, run_input=True)
+    return ProjectRun("qemu", result, board, emulator, report, plan, labels)
+
+
+def _clip(record: Any, input_file: Path | None) -> tuple[Any, str]:
+    """The audio clip of a run: a WAV file, or a synthetic one; (int16 PCM, where it came from).
+
+    Raises:
+        RunError: a tensor file given as the clip. ModelError: an unreadable WAV file.
+    """
+    from armgen.errors import RunError
+    from armgen.firmware.audio_run import synthetic_clip
+    from armgen.model.frontend import frontend_from_record, read_wav
+
+    frontend = frontend_from_record(record.frontend)
+    if input_file is not None and input_file.suffix.lower() in (".npy", ".npz", ".pt"):
+        # read as WAV it would fail with scipy's "File format b'\\x93NUM' not understood"
+        raise RunError(f"{input_file}: project {record.name} has an audio front end ({frontend.kind}): --input "
+                       "takes a WAV clip, not a tensor",
+                       hint="pass a .wav file, or leave out --input for the synthetic clip")
+    if input_file is not None:
+        return read_wav(input_file, frontend.sample_rate), str(input_file)
+    return synthetic_clip(frontend), "synthetic clip (a chirp; pass --input word.wav)"
+
+
+def _class_labels(record: Any) -> tuple[str, ...]:
+    """The output classes' names: the record's, else a built-in sample's ``CLASS_LABELS`` (() for others)."""
+    from armgen.model.model_source import declared_frontend, sample_names
+
+    model = record.model
+    if model is None:
+        return ()
+    if model.labels:
+        return tuple(model.labels)
+    name = model.source.removeprefix("sample:")
+    return declared_frontend(name)[1] if model.source.startswith("sample:") and name in sample_names() else ()
+
+
+def _cortex_m_hint(record: Any, board_name: str) -> str:
+    """The commands that make and run the Cortex-M build of an Ethos-U project's model (same RTOS; a Zephyr
+    one with a bare-metal stand-in, which needs no Zephyr workspace: issue 27)."""
+    import shlex
+
+    model = record.model
+    source = (model.source if model is not None else "").removeprefix("sample:")
+    args = f" --model {source}" if source and not source.endswith(".pte") else ""
+    # the record's weights are a file, or the words UNTRAINED_WEIGHTS, which are no --weights argument
+    if model is not None and model.weights and model.weights != UNTRAINED_WEIGHTS:
+        args += f" --weights {shlex.quote(model.weights)}"
+    name = f"{record.name}_cpu"
+    args += f" --rtos {record.rtos}" if record.rtos else ""
+    args += " --standin baremetal" if record.rtos == "zephyr" else ""
+    return (f"run the Cortex-M build of the same model instead: "
+            f"armgen new {name} --board {board_name} --backend cortex-m{args} && armgen run {name}")

@@ -42,8 +42,10 @@ MACHINES = {
     "mps2-an386": ("cortex-m4", 0x00000000, 0x20000000),
 }
 EMULATORS = {
-    "mps3-an547": Emulator(board="qemu_mps3_an547", qemu_machine="mps3-an547", qemu_cpu="cortex-m55"),
-    "mps2-an386": Emulator(board="qemu_mps2_an386", qemu_machine="mps2-an386", qemu_cpu="cortex-m4"),
+    "mps3-an547": Emulator(board="qemu_mps3_an547", qemu_machine="mps3-an547", qemu_cpu="cortex-m55",
+                           systick_hz=32_000_000),
+    "mps2-an386": Emulator(board="qemu_mps2_an386", qemu_machine="mps2-an386", qemu_cpu="cortex-m4",
+                           systick_hz=25_000_000),
 }
 MODES = {"ok": 1, "fault": 2, "hang": 3, "et_error": 4, "lockup": 5, "input": 6, "no_input": 6}
 
@@ -104,11 +106,18 @@ def test_parse_all_line_kinds():
 
 
 def test_instructions_from_ticks_uses_the_machine_systick_rate():
-    # 1 instruction = 1 ns under -icount shift=0; SysTick 32 MHz on an547, 25 MHz on an386.
-    assert instructions_from_ticks(57904, "mps3-an547") == 1_809_500
-    assert instructions_from_ticks(212_037, "mps2-an386") == 8_481_480
+    # 1 instruction = 1 ns under -icount shift=0; SysTick 32 MHz on an547, 25 MHz on an386: the board files'
+    # clock, the one place armgen keeps it (a real board's emulator inherits its QEMU board's).
+    from armgen.boards import load_board
+
+    an547, an386, e8 = (load_board(b).emulator for b in ("qemu_mps3_an547", "qemu_mps2_an386", "alif_e8"))
+    assert an547 is not None and an386 is not None and e8 is not None
+    assert (an547.systick_hz, an386.systick_hz) == (32_000_000, 25_000_000)
+    assert e8.systick_hz == 32_000_000  # its stand-in's, not the E8's 400 MHz
+    assert instructions_from_ticks(57904, an547.systick_hz) == 1_809_500
+    assert instructions_from_ticks(212_037, an386.systick_hz) == 8_481_480
     with pytest.raises(RunError, match="unknown"):
-        instructions_from_ticks(1, "virt")
+        instructions_from_ticks(1, None)
 
 
 def test_decode_cfsr_names_bits():
@@ -183,7 +192,7 @@ def test_instruction_count_is_exact_and_repeats(probe, machine):
         elf = probe(machine, "ok", loop)
         ticks = [parse_firmware_output(run_qemu(elf, emu, timeout=30).console).ticks for _ in range(2)]
         assert ticks[0] is not None and ticks[0] == ticks[1], f"ticks do not repeat: {ticks}"
-        counts[loop] = instructions_from_ticks(ticks[0], machine)
+        counts[loop] = instructions_from_ticks(ticks[0], emu.systick_hz)
         assert counts[loop] == pytest.approx(2 * loop, rel=1e-4, abs=64)
     # proportional: 2M more instructions for 1M... 3M iterations
     assert counts[3_000_000] - counts[1_000_000] == pytest.approx(4_000_000, abs=64)
@@ -341,7 +350,7 @@ def test_run_firmware_end_to_end_passes(probe, tmp_path):
     assert rr.max_lsb_diff == 0 and rr.max_abs_diff == 0
     assert rr.outputs[0].values == (-1, 3, 13, 123)
     assert rr.alternate_checked and rr.runs == 2 and len(set(rr.ticks_per_run)) == 1
-    assert rr.instructions == instructions_from_ticks(present(rr.ticks), "mps3-an547")
+    assert rr.instructions == instructions_from_ticks(present(rr.ticks), 32_000_000)
     assert rr.pools == (PoolUse("planned_1", 16, 16), PoolUse("method", 256, 200))
     assert rr.stack == StackUse(4096, 96)
     assert any(f.subject == "pool method" and "56 B headroom" in f.message for f in rr.findings)
@@ -557,7 +566,7 @@ def test_cli_ethos_u_program_cannot_run_on_qemu(tmp_path):
     (tmp_path / "armgen.toml").write_text(record)
     res = _armgen("run", str(tmp_path), "--on", "qemu")
     assert res.returncode == 2, res.stderr
-    assert "--rtos zephyr && armgen run kws_cpu --baremetal-standin" in res.stderr, res.stderr
+    assert "--rtos zephyr --standin baremetal && armgen run kws_cpu" in res.stderr, res.stderr
     # untrained weights are no --weights argument; a trained file is passed on (the record's path)
     record = (tmp_path / "armgen.toml").read_text()
     (tmp_path / "armgen.toml").write_text(record + 'weights = "untrained (fixed-seed weights)"\n')

@@ -1,6 +1,6 @@
 """`armgen update` in firmware (issue 41), bare metal: the team's edits (a line in main, their own
 src/app/mine.c, called from it) survive a retrained model and then a model with a new operator, are
-built into both images, and `armgen run` stays 0 LSB each time. The Zephyr 3.7 case is in
+built into the product image, and `armgen run` (its own image) stays 0 LSB each time. The Zephyr 3.7 case is in
 tests/firmware/test_zephyr_firmware.py (its shared west build)."""
 
 from __future__ import annotations
@@ -27,15 +27,16 @@ def edit_like_a_team(project: Path) -> bytes:
     return main.read_bytes()
 
 
-def built_and_run(project: Path, elfs: tuple[str, ...]) -> dict:
-    """`armgen build` + `armgen run --json`: the run passed at 0 LSB, and the team's code is in each ELF."""
+def built_and_run(project: Path, product: str, harness: str) -> dict:
+    """`armgen build` + `armgen run --json`: the run passed at 0 LSB, the team's code is in the product ELF
+    and not in `armgen run`'s (armgen's harness main, issue 42)."""
     ok(armgen("build", str(project)), "armgen build")
     r = armgen("run", str(project), "--json")
     ok(r, "armgen run")
     report = json.loads(r.stdout)
     assert report["passed"] and report["max_lsb_diff"] == 0, report
-    for elf in elfs:
-        assert b"mine says %d" in (project / elf).read_bytes(), elf  # main.cpp's edit, linked with mine.c
+    assert b"mine says %d" in (project / product).read_bytes(), product  # main.cpp's edit, linked with mine.c
+    assert b"mine says %d" not in (project / harness).read_bytes(), harness
     return report
 
 
@@ -58,7 +59,7 @@ def test_edits_survive_a_retrained_model_and_a_new_operator(tmp_path):
     assert "causes: new program (" in ANSI.sub("", r.stderr)
     assert (project / "src" / "main.cpp").read_bytes() == edited
     assert (project / "model" / "mlp.pte").read_bytes() != pte_v1
-    built_and_run(project, ("build/mlp.elf", "build/mlp-run.elf"))
+    built_and_run(project, "build/mlp.elf", "build/mlp-run.elf")
     pools_v2 = {p["name"]: p["bytes"] for p in tomllib.loads((project / "armgen.toml").read_text())["pools"]}
 
     # a model with a new operator (cortex_m::quantized_add) and a temp pool; build/ kept: an incremental build
@@ -70,7 +71,7 @@ def test_edits_survive_a_retrained_model_and_a_new_operator(tmp_path):
     pools_v3 = {p["name"]: p["bytes"] for p in tomllib.loads((project / "armgen.toml").read_text())["pools"]}
     assert pools_v3 != pools_v2 and "temp" in pools_v3
     assert "cortex_m::quantized_add" in (project / "model" / "selected_operators.yaml").read_text()
-    built_and_run(project, ("build/mlp.elf", "build/mlp-run.elf"))
+    built_and_run(project, "build/mlp.elf", "build/mlp-run.elf")
 
     # A copy with its build/ (cp -a): the cache names the original tree; the copy's own src/app must be built
     copy = tmp_path / "copy" / "mlp"

@@ -145,7 +145,8 @@ def test_two_input_user_model_runs_bit_exact(zapp):
 @needs_zephyr
 def test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact(zapp, tmp_path):
     """Issue 41 on Zephyr 3.7: the team edits main.cpp (a call into their src/app/mine.c) and prj.conf; `armgen
-    update --model` to a model with a new operator keeps both, app.cmake builds mine.c into the app, 0 LSB."""
+    update --model` to a model with a new operator keeps both, app.cmake builds mine.c into the app, 0 LSB.
+    Then issue 42: their main becomes a sensor loop with no armgen lines; it builds and `armgen run` is 0 LSB."""
     import shutil
 
     from test_update_firmware import edit_like_a_team
@@ -163,15 +164,27 @@ def test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact(zapp, tmp_pat
     ok(armgen("build", str(project)), "armgen build")
     assert "CONFIG_ASSERT=y" in (project / "build" / "zephyr" / ".config").read_text()
     _run_checked(project)
-    for elf in ("build/zephyr/zephyr.elf", "build/run-input/zephyr/zephyr.elf"):
-        assert b"mine says %d" in (project / elf).read_bytes(), elf
+    assert b"mine says %d" in (project / "build/zephyr/zephyr.elf").read_bytes()
+    # `armgen run`'s image is armgen's harness main, not the team's (issue 42)
+    assert b"mine says %d" not in (project / "build/run-input/zephyr/zephyr.elf").read_bytes()
+
+    # Issue 42: a main with no armgen lines that never returns (it waits for a sensor): the product builds,
+    # `armgen run` still checks the model at 0 LSB (its image is unchanged: only QEMU runs again).
+    from test_user_main import SENSOR_C, SENSOR_LOOP_MAIN
+
+    (project / "src" / "main.cpp").write_text(SENSOR_LOOP_MAIN)
+    (project / "src" / "app" / "sensor.c").write_text(SENSOR_C)
+    ok(armgen("build", str(project)), "armgen build (the team's main)")
+    assert b"our product's sensor driver" in (project / "build/zephyr/zephyr.elf").read_bytes()
+    report = _run_checked(project)
+    assert "not your main.cpp" in report["checks"]
 
 
 @pytest.mark.workspace
 @needs_zephyr
 def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
-    """STM32F4 Discovery: configure, compile and link on 3.7 with hal_stm32 at 3.7.1's pin (no QEMU run:
-    the board is silicon; its stand-in, mps2/an386, is not in Zephyr 3.7)."""
+    """STM32F4 Discovery: configure, compile and link on 3.7 with hal_stm32 at 3.7.1's pin. Its QEMU machine,
+    mps2/an386, is not in Zephyr 3.7: `new` rendered a bare-metal stand-in, which `armgen run` runs (issue 42)."""
     project = _new(tmp_path, str(MODELS / "mlp.py"), board="stm32f4_disco", name="mlp")
     r = armgen("build", str(project))
     out = ok(r, "armgen build stm32f4_disco")
@@ -179,11 +192,14 @@ def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
     config = (project / "build" / "zephyr" / ".config").read_text()
     assert "CONFIG_SOC_STM32F407XG=y" in config and "CONFIG_HAS_STM32CUBE=y" in config
     assert "flash" in out
-    # No Zephyr stand-in in 3.7: run says so in one line and offers the bare-metal stand-in.
-    r = armgen("run", str(project))
-    assert r.returncode == 2
-    err = ANSI.sub("", r.stderr)
-    assert "no Zephyr stand-in" in err and "--baremetal-standin" in err and "Traceback" not in err
+    # No Zephyr stand-in in 3.7: the run plan is the bare-metal stand-in `new` rendered.
+    record = tomllib.loads((project / "armgen.toml").read_text())
+    assert record["run"]["image"] == "standin/qemu_mps2_an386" and record["run"]["firmware"] == "baremetal"
+    r = armgen("run", str(project), "--json")
+    ok(r, "armgen run (bare-metal stand-in)")
+    report = json.loads(r.stdout)
+    assert report["firmware"] == "baremetal" and report["machine"] == "mps2-an386"
+    assert report["passed"] and report["max_lsb_diff"] == 0
 
 
 # ---- bad input (no Zephyr needed) ------------------------------------------------------------------

@@ -133,3 +133,42 @@ def test_no_module_over_700_lines():
         if lines > MAX_LINES:
             over[rel] = lines
     assert not over, f"over {MAX_LINES} lines (split along the seams): {over}"
+
+
+#: What the firmware stage (build, size, run) must never reach, directly or through another module: the
+#: model stage's compiler and method-allocator replay, the project stage's spec and render (issue 42: the
+#: flow moves forward; `armgen run`'s stand-ins are rendered by `new`/`update`, not by a run).
+EARLIER_STAGES = ("armgen.model.compile", "armgen.model.method_allocator", "armgen.project.render",
+                  "armgen.project.spec")
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every module ``start`` imports directly or transitively -> the module that imports it (a path back)."""
+    parent: dict[str, str] = {}
+    todo = [start]
+    while todo:
+        v = todo.pop()
+        for w in sorted(graph.get(v, ())):
+            if w not in parent and w != start:
+                parent[w] = v
+                todo.append(w)
+    return parent
+
+
+def test_the_firmware_stage_never_reaches_back_to_the_model_compiler_or_the_project_render():
+    graph = _graph()
+    firmware = sorted(m for m in graph if m == "armgen.firmware" or m.startswith("armgen.firmware."))
+    assert "armgen.firmware.build" in firmware and "armgen.firmware.run" in firmware
+    found = []
+    for module in firmware:
+        parent = _reachable(graph, module)
+        for banned in EARLIER_STAGES:
+            if banned in parent:
+                path, v = [banned], banned
+                while v in parent:
+                    v = parent[v]
+                    path.append(v)
+                found.append(" -> ".join(reversed(path)))
+    assert not found, "the firmware stage reaches back: " + "; ".join(found)
+    # the check sees a path: the pipeline (which chains the stages) does reach the render
+    assert "armgen.project.render" in _reachable(graph, "armgen.pipeline")

@@ -275,7 +275,8 @@ def _emulator(raw: dict[str, Any] | None, name: str, cpu: Cpu, source: str) -> E
         for key in ("qemu_machine", "qemu_cpu"):
             if key not in raw:
                 raise BoardError(f"{source}: emulator: missing field '{key}'")
-        return Emulator(board=name, qemu_machine=raw["qemu_machine"], qemu_cpu=raw["qemu_cpu"], note=note)
+        return Emulator(board=name, qemu_machine=raw["qemu_machine"], qemu_cpu=raw["qemu_cpu"], note=note,
+                        systick_hz=cpu.clock_hz)
     if "board" not in raw:
         raise BoardError(f"{source}: emulator: missing field 'board' (or 'qemu_machine' and 'qemu_cpu')")
     stand_in_name = raw["board"]
@@ -293,6 +294,7 @@ def _emulator(raw: dict[str, Any] | None, name: str, cpu: Cpu, source: str) -> E
         qemu_machine=stand_in.emulator.qemu_machine,
         qemu_cpu=stand_in.emulator.qemu_cpu,
         note=note,
+        systick_hz=stand_in.emulator.systick_hz,
     )
 
 

@@ -267,12 +267,16 @@ class Emulator:
         board: name of the armgen board that is the stand-in (itself for QEMU boards).
         qemu_machine: ``-machine`` value, e.g. ``"mps3-an547"``. qemu_cpu: ``-cpu`` value.
         note: e.g. "Cortex-M85 runs as Cortex-M55 on an547".
+        systick_hz: the rate SysTick counts at on that machine (processor clock, SYST_CSR.CLKSOURCE=1), in Hz:
+            the QEMU board file's ``cpu.clock_hz`` (its source is cited there: QEMU 7.2 hw/arm/mps2.c, mps2-tz.c,
+            stm32f405_soc.c). The one place armgen keeps it (:func:`armgen.firmware.qemu.instructions_from_ticks`).
     """
 
     board: str
     qemu_machine: str
     qemu_cpu: str
     note: str | None = None
+    systick_hz: int | None = None
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,11 @@ def _say(text: str) -> None:
 @click.option("--frontend", type=click.Choice(["mfcc"]), default=None,
               help="Generate the model's audio front end in C (its source's FRONTEND declaration, e.g. "
                    "kws's MLPerf Tiny MFCC) on CMSIS-DSP: the firmware takes 16-bit PCM; bare metal.")
+@click.option("--standin", "standin_choice", type=click.Choice(["auto", "baremetal"]), default="auto",
+              show_default=True,
+              help="The stand-in application `armgen run` builds for the board's QEMU machine, rendered with the "
+                   "project: auto (Zephyr when that machine is in the project's Zephyr release, else bare metal) "
+                   "or baremetal (runs without a Zephyr workspace).")
 @offline_option()
 def new_cmd(
     name: str,
@@ -75,6 +80,7 @@ def new_cmd(
     stack_size: int | str | None,
     force: bool,
     frontend: str | None,
+    standin_choice: str,
     offline: bool,
 ) -> None:
     """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
@@ -92,6 +98,7 @@ def new_cmd(
             name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
             zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force,
             say=_say, frontend=frontend, zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
+            standin_choice=standin_choice,
         )
     spec, rendered, written = made.spec, made.rendered, made.written
     project, report, board = written.path, spec.report, spec.board

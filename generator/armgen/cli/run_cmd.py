@@ -12,7 +12,6 @@ program on --on qemu, a TOSA graph the reference model refuses, no QEMU stand-in
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from armgen.cli._console import err_console, out_console
 from armgen.cli.group import main
 from armgen.errors import ArmgenError, ProjectError, RunError
 from armgen.project.record import RECORD_FILE, ProjectRecord, read_record
+from armgen.project.run_plan import WHAT_A_RUN_CHECKS
 
 
 # ---- project record -----------------------------------------------------------------------------
@@ -34,156 +34,6 @@ def _read_record(project: Path) -> ProjectRecord:
             hint="pass a project directory made by `armgen new`, e.g. armgen run ./kws",
         )
     return read_record(toml_path, required=("name", "board"))
-
-
-def _report_path(record: ProjectRecord) -> Path:
-    path = record.model_path("report")
-    if not path.is_file():
-        raise ProjectError(
-            f"{path}: program report not found",
-            hint="armgen.toml [model] report must name the <name>.report.json written by `armgen compile`",
-        )
-    return path
-
-
-def _cortex_m_hint(record: ProjectRecord, board_name: str) -> str:
-    model = record.model
-    source = model.source if model is not None else ""
-    if source.startswith("sample:"):
-        source = source[len("sample:") :]
-    args = f" --model {source}" if source and not source.endswith(".pte") else ""
-    # the record's weights are a file, or the words UNTRAINED_WEIGHTS, which are no --weights argument
-    from armgen.pipeline import UNTRAINED_WEIGHTS
-
-    if model is not None and model.weights and model.weights != UNTRAINED_WEIGHTS:
-        args += f" --weights {shlex.quote(model.weights)}"
-    name = f"{record.name}_cpu"
-    # The same RTOS as this project (a board's default may differ), and for Zephyr the bare-metal
-    # stand-in, which needs no Zephyr workspace (issue 27: the hint's own command failed without one).
-    args += f" --rtos {record.rtos}" if record.rtos else ""
-    run_args = " --baremetal-standin" if record.rtos == "zephyr" else ""
-    return (
-        f"run the Cortex-M build of the same model instead: "
-        f"armgen new {name} --board {board_name} --backend cortex-m{args} && armgen run {name}{run_args}"
-    )
-
-
-# ---- build for the QEMU stand-in ----------------------------------------------------------------
-def _qemu_elf(
-    project: Path, record: ProjectRecord, board: Any, emulator: Any, *, rebuild: bool, baremetal_standin: bool
-) -> tuple[Path, str, str | None]:
-    """The ELF to run, its kind (``zephyr``/``baremetal``) and its Zephyr board target.
-
-    - a project whose board is the QEMU machine: its own image (bare metal or Zephyr);
-    - a Zephyr project on a real board: the stand-in application ``armgen new`` rendered into
-      ``standin/<QEMU board>/`` (armgen.toml ``standin``), built with west;
-    - a bare-metal project on a real board, or ``--baremetal-standin``: the same program planned,
-      rendered and built bare metal for the stand-in board under ``build/<stand-in>/<name>/``
-      (armgen.pipeline.build_baremetal_standin).
-    Ninja makes a second call cheap (about 1 s when nothing changed).
-
-    Raises:
-        RunError: a Zephyr project without a stand-in application (the hint says why and what to do).
-    """
-    from armgen.firmware import build as build_stage  # lazy: the build stage pulls in cmake/ninja wrappers
-    from armgen.pipeline import build_baremetal_standin
-
-    def progress(stage: str, done: int, total: int, what: str) -> None:
-        if stage == "configure" and done == 0:
-            err_console.print(f"  configuring {what}", highlight=False, markup=False)
-        elif stage == "link":
-            err_console.print(f"  [{done}/{total}] {what}", highlight=False, markup=False)
-
-    zephyr = record.rtos == "zephyr" and not baremetal_standin
-    if emulator.board == board.name and (zephyr or (record.rtos or "baremetal") == "baremetal"):
-        result = build_stage.build_project(project, progress=progress, rebuild=rebuild, size=False, run_input=True)
-    elif zephyr:
-        standin = record.standin
-        if not standin or not (project / standin / RECORD_FILE).is_file():
-            raise RunError(
-                f"project {record.name} has no Zephyr stand-in application for QEMU {emulator.qemu_machine} "
-                f"(board {emulator.board} is not in Zephyr {record.zephyr_release}, or the project "
-                "predates stand-ins)",
-                hint="run the program bare metal on the stand-in: armgen run --baremetal-standin, "
-                "or take this armgen in with armgen update",
-            )
-        result = build_stage.build_project(project / standin, progress=progress, rebuild=rebuild, size=False,
-                                           run_input=True)
-    else:
-        result = build_baremetal_standin(project, emulator.board, progress=progress, rebuild=rebuild)
-    rec = result.project
-    kind = "zephyr" if rec.rtos == "zephyr" else "baremetal"
-    return Path(result.elf), kind, rec.zephyr_target if kind == "zephyr" else None
-
-
-def _is_ethos_u(record: ProjectRecord, report: Any) -> bool:
-    return (record.backend or report.backend) == "ethos-u" or any(
-        d.backend_id == "EthosUBackend" for d in report.delegates)
-
-
-def _run_tosa_reference(record: ProjectRecord, report: Any, report_path: Path, input_file: Path | None,
-                        as_json: bool) -> None:
-    """`armgen run --on tosa-reference`: the Ethos-U program on the host (armgen.firmware.tosa_run).
-
-    Raises:
-        RunError: not an Ethos-U program, bad input. ModelError: the TOSA reference model refuses a
-            graph, or the program was compiled without its TOSA graphs. ArmgenError (exit 1): a check failed.
-    """
-    from armgen.firmware.host_io import load_input_file
-    from armgen.firmware.tosa_run import describe, run_on_tosa_reference
-
-    if not _is_ethos_u(record, report):
-        raise RunError(f"project {record.name} has no Ethos-U delegate: there is no TOSA graph to run",
-                       hint="run it on QEMU: armgen run (--on qemu)")
-    inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
-    err_console.print(f"running {record.name} on the host: TOSA reference model + host kernels...", highlight=False)
-    rr = run_on_tosa_reference(report, report_dir=report_path.parent, inputs=inputs,
-                               input_source=str(input_file) if input_file else None,
-                               classifier=bool(_class_labels(record)))
-    if as_json:
-        click.echo(json.dumps(rr.to_dict(), indent=2, sort_keys=True))
-    else:
-        for line in describe(rr):
-            out_console.print(line, markup=False, highlight=False, soft_wrap=True)
-    if rr.outcome == "fail":
-        first = next(f for f in rr.findings if f.severity == "error")
-        raise ArmgenError(f"run check failed on the TOSA reference model: {first.subject}: {first.message}",
-                          exit_code=1)
-
-
-def _class_labels(record: ProjectRecord) -> tuple[str, ...]:
-    """The output classes' names: the record's, else a built-in sample's ``CLASS_LABELS`` (() for others)."""
-    from armgen.model.model_source import declared_frontend, sample_names
-
-    model = record.model
-    if model is None:
-        return ()
-    if model.labels:
-        return tuple(model.labels)
-    name = model.source.removeprefix("sample:")
-    return declared_frontend(name)[1] if model.source.startswith("sample:") and name in sample_names() else ()
-
-
-def _runnable_emulator(record: ProjectRecord, board: Any, report: Any) -> Any:
-    """The board's QEMU stand-in, when the program can run on it.
-
-    Raises:
-        RunError: an Ethos-U program (QEMU has no NPU model), or a board without a QEMU stand-in.
-    """
-    backend = record.backend or report.backend
-    if backend == "ethos-u" or any(d.backend_id == "EthosUBackend" for d in report.delegates):
-        raise RunError(
-            f"project {record.name} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
-            "it cannot run in an emulator",
-            hint=_cortex_m_hint(record, board.name) if board.emulator else
-            f"board {board.name} has no QEMU stand-in either; run it on the board or its FVP",
-        )
-    if board.emulator is None:
-        raise RunError(
-            f"board {board.name} has no QEMU stand-in (no `emulator:` in {board.source})",
-            hint="`armgen boards` shows which boards run on QEMU",
-        )
-    return board.emulator
 
 
 def _cpu_line(report: Any, board: Any, emu: Any) -> str:
@@ -218,6 +68,7 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
     say(f"input: {rr.input_source}; {rr.runs} run(s){second}")
     if rr.reference_source:
         say(f"reference: {rr.reference_source}")
+    say(f"checks: {WHAT_A_RUN_CHECKS}")
 
     t = Table(title="outputs vs reference")
     for col in ("output", "values", "max |diff|", "max diff (LSB)", "saturated"):
@@ -276,9 +127,6 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
 @click.option("--repeat", type=click.IntRange(1, 100), default=2, show_default=True,
               help="Runs with the same input; the instruction count must repeat exactly.")  # fmt: skip
 @click.option("--rebuild", is_flag=True, help="Rebuild the firmware even when an up-to-date ELF exists.")
-@click.option("--baremetal-standin", is_flag=True,
-              help="For a Zephyr project: run the program in a bare-metal build for the QEMU stand-in "
-                   "instead of the Zephyr image.")
 @click.option("--on", "run_on", type=click.Choice(["qemu", "tosa-reference"]), default=None,
               help="Where to run: qemu (the firmware, Cortex-M programs) or tosa-reference (an Ethos-U "
                    "program on the host: its delegates in the TOSA reference model, its CPU ops with the "
@@ -293,7 +141,6 @@ def run_command(
     timeout: float,
     repeat: int,
     rebuild: bool,
-    baremetal_standin: bool,
     run_on: str | None,
     as_json: bool,
 ) -> None:
@@ -309,56 +156,37 @@ def run_command(
     tosa-reference), its delegated partitions in the TOSA reference model and its CPU ops with the host
     reference kernels, checked against its own quantized reference; the report says what did not run.
     """
-    from armgen.boards import load_board
     from armgen.cli.update_cmd import say_if_stale
+    from armgen.pipeline import run_project
 
     say_if_stale(project)
-    from armgen.firmware.host_io import load_input_file
-    from armgen.firmware.run import run_firmware
-    from armgen.model.program_report import ProgramReport
-
     project = project.resolve()
     record = _read_record(project)
-    board = load_board(str(record.board_spec))
-    report_path = _report_path(record)
-    try:
-        report = ProgramReport.load(report_path)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
-    from armgen.project.intermediates import restore_intermediates
 
-    restore_intermediates(record, report, lambda line: err_console.print(line, highlight=False, soft_wrap=True))
+    def progress(stage: str, done: int, total: int, what: str) -> None:
+        if stage == "configure" and done == 0:
+            err_console.print(f"  configuring {what}", highlight=False, markup=False)
+        elif stage == "link":
+            err_console.print(f"  [{done}/{total}] {what}", highlight=False, markup=False)
 
-    if run_on == "tosa-reference" or (run_on is None and _is_ethos_u(record, report)):
-        _run_tosa_reference(record, report, report_path, input_file, as_json)
+    run = run_project(record, on=run_on, input_file=input_file, timeout=timeout, repeat=repeat, rebuild=rebuild,
+                      progress=progress,
+                      say=lambda line: err_console.print(line, highlight=False, markup=False, soft_wrap=True))
+    if run.kind == "tosa-reference":
+        _print_tosa(run, as_json)
         return
-    emu = _runnable_emulator(record, board, report)
-    cpu_line = _cpu_line(report, board, emu)
-
-    if record.frontend is not None:
-        _run_audio(project, record, board, report, report_path, emu, cpu_line, input_file, timeout, rebuild,
-                   as_json)
+    cpu_line = _cpu_line(run.report, run.board, run.emulator)
+    if run.kind == "audio":
+        _print_audio(run, record, cpu_line, as_json)
         return
-    inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
-
-    err_console.print(f"building {record.name} for QEMU {emu.qemu_machine}...", highlight=False)
-    elf, firmware, zephyr_board = _qemu_elf(project, record, board, emu, rebuild=rebuild,
-                                            baremetal_standin=baremetal_standin)
-    err_console.print(f"running {firmware} image {elf.name} on qemu-system-arm -machine {emu.qemu_machine} "
-                      f"-cpu {emu.qemu_cpu}...",
-                      highlight=False)  # fmt: skip
-    rr = run_firmware(
-        elf, report, emu, report_dir=report_path.parent, inputs=inputs,
-        input_source=str(input_file) if input_file else None, timeout=timeout, repeat=repeat,
-        log_dir=elf.parent / "run", firmware=firmware, zephyr_board=zephyr_board,
-        reference_cache=elf.parent / "run" / "reference-cache",
-    )
+    rr = run.result
     if as_json:
         data = rr.to_dict()
         data["cpu"] = cpu_line
+        data["checks"] = WHAT_A_RUN_CHECKS
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        _print_report(rr, record, board, cpu_line)
+        _print_report(rr, record, run.board, cpu_line)
 
     overflow = [f for f in rr.errors if f.subject.startswith(("pool", "stack"))]
     if overflow:
@@ -369,34 +197,38 @@ def run_command(
         raise ArmgenError(f"run check failed: {why}", exit_code=1)
 
 
-def _run_audio(project: Path, record: ProjectRecord, board: Any, report: Any, report_path: Path, emu: Any,
-               cpu_line: str, input_file: Path | None, timeout: float, rebuild: bool, as_json: bool) -> None:
-    """`armgen run` for a project with an audio front end: one clip (a WAV file, or a synthetic one)
-    through the firmware's front end and network; features and outputs checked (armgen.firmware.audio_run).
+def _print_tosa(run: Any, as_json: bool) -> None:
+    """The host run of an Ethos-U program (armgen.firmware.tosa_run).
 
     Raises:
-        ModelError: an unreadable audio file. RunError: a tensor file (.npy, .npz, .pt) given as the clip.
-        RunError / ArmgenError: as for any run (exit 2 / 1).
+        ArmgenError (exit 1): a check failed.
     """
-    from armgen.firmware.audio_run import run_audio, synthetic_clip
-    from armgen.model.frontend import frontend_from_record, read_wav
+    from armgen.firmware.tosa_run import describe
+
+    rr = run.result
+    if as_json:
+        click.echo(json.dumps(rr.to_dict(), indent=2, sort_keys=True))
+    else:
+        for line in describe(rr):
+            out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if rr.outcome == "fail":
+        first = next(f for f in rr.findings if f.severity == "error")
+        raise ArmgenError(f"run check failed on the TOSA reference model: {first.subject}: {first.message}",
+                          exit_code=1)
+
+
+def _print_audio(run: Any, record: ProjectRecord, cpu_line: str, as_json: bool) -> None:
+    """The run of a project with an audio front end: one clip through the firmware's front end and network,
+    features and outputs checked (armgen.firmware.audio_run).
+
+    Raises:
+        ArmgenError (exit 1): a check failed.
+    """
+    from armgen.model.frontend import frontend_from_record
 
     assert record.frontend is not None
     frontend = frontend_from_record(record.frontend)
-    if input_file is not None and input_file.suffix.lower() in (".npy", ".npz", ".pt"):
-        # read as WAV it would fail with scipy's "File format b'\\x93NUM' not understood"
-        raise RunError(f"{input_file}: project {record.name} has an audio front end ({frontend.kind}): --input "
-                       "takes a WAV clip, not a tensor",
-                       hint="pass a .wav file, or leave out --input for the synthetic clip")
-    if input_file is not None:
-        pcm, source = read_wav(input_file, frontend.sample_rate), str(input_file)
-    else:
-        pcm, source = synthetic_clip(frontend), "synthetic clip (a chirp; pass --input word.wav)"
-    err_console.print(f"building {record.name} for QEMU {emu.qemu_machine}...", highlight=False)
-    elf, _, _ = _qemu_elf(project, record, board, emu, rebuild=rebuild, baremetal_standin=False)
-    labels = record.model.labels if record.model is not None else ()
-    rr = run_audio(elf, report, emu, frontend, pcm, report_dir=report_path.parent, labels=labels,
-                   input_source=source, timeout=timeout, log_path=elf.parent / "run" / "qemu-audio.log")
+    rr, report, board = run.result, run.report, run.board
     if as_json:
         data = rr.to_dict()
         data["cpu"] = cpu_line

@@ -53,11 +53,13 @@ def _say(text: str) -> None:
 @click.option("--zephyr-release", default=None, metavar="RELEASE",
               help=f"Zephyr release: {_RELEASES} (modules/zephyr/releases.yaml); default: the record's.")
 @click.option("--backend", type=click.Choice(["cortex-m", "ethos-u"]), default=None, help="Default: the record's.")
+@click.option("--standin", "standin_choice", type=click.Choice(["auto", "baremetal"]), default=None,
+              help="The stand-in `armgen run` uses (as for `armgen new`); default: the record's run plan.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the diff; write nothing.")
 @offline_option()
 def update_cmd(project: Path | None, model: str | None, weights: str | None, calibration: str | None,
                stack_size: int | str | None, board_name: str | None, rtos: str | None, zephyr_release: str | None,
-               backend: str | None, dry_run: bool, offline: bool) -> None:
+               backend: str | None, standin_choice: str | None, dry_run: bool, offline: bool) -> None:
     """Re-render PROJECT (default: .) from its record plus the changes given, and keep your edits.
 
     Per file: armgen's untouched files are replaced; your edits are kept; where both changed, your
@@ -91,6 +93,9 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
     if stack_size is None:
         stack_size = record.memory.get("stack")
     frontend = str(record.frontend.get("kind")) if record.frontend else None
+    if standin_choice is None:  # a Zephyr project run in a bare-metal stand-in stays so
+        run = record.run
+        standin_choice = "baremetal" if run is not None and run.standin and run.firmware == "baremetal" else "auto"
 
     with offline_mode(offline):
         made = new_project(
@@ -100,7 +105,7 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
             zephyr_release=zephyr_release or (record.zephyr_release if (rtos or record.rtos) == "zephyr" else None),
             out_dir=root.parent, project_dir=root,
             stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
-            zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
+            zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1", standin_choice=standin_choice,
         )
     plan = plan_update(root, record, made.rendered.files)
     for note in plan.notes:

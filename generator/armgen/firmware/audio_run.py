@@ -30,7 +30,7 @@ from armgen.errors import ModelError, RunError
 from armgen.firmware.console_protocol import parse_firmware_output
 from armgen.firmware.faults import check_run
 from armgen.firmware.host_io import output_array
-from armgen.firmware.qemu import SYSTICK_HZ, instructions_from_ticks, run_qemu
+from armgen.firmware.qemu import instructions_from_ticks, run_qemu
 from armgen.firmware.run import quality_finding
 from armgen.firmware.run_report import LSB_TOLERANCE, UNTRAINED_NOTE, Finding, OutputCheck, compare_outputs
 from armgen.model.frontend import MfccFrontend
@@ -170,10 +170,10 @@ def run_audio(
     quality = _float_quality(report, report_dir, frontend, clip, checks, findings)
     label, score = top_class(outs[0], report, labels)
     host_label, _ = top_class(host_out, report, labels)
-    hz = SYSTICK_HZ.get(emulator.qemu_machine)
+    hz = emulator.systick_hz
 
     def instructions(ticks: int | None) -> int | None:
-        return instructions_from_ticks(ticks, emulator.qemu_machine) if ticks is not None and hz else None
+        return instructions_from_ticks(ticks, hz) if ticks is not None and hz else None
 
     return AudioRunReport(
         elf=str(elf), machine=emulator.qemu_machine, input_source=input_source, clip_samples=int(clip.size),

@@ -231,10 +231,14 @@ def build_project(
     # not the product. In the shared tree the product's ARMGEN_STACK_SIZE stays as it is.
     stack = "" if (record.stack_auto or (run_input and not shared)) else str(record.memory.get("stack", ""))
     sizing = None
+    # stack = "auto" measures `armgen run`'s image (armgen's main: yours may never return), built beside it
+    targets: tuple[str, ...] = ((f"{record.name}_run",) if shared else
+                                (str(record.name), f"{record.name}_run") if auto_stack and _has_run_target(record)
+                                else ())
     with open(log_path, "w") as log:
         counter = _NinjaProgress(progress)
         _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs,
-                             run_input and not shared, stack, target=f"{record.name}_run" if shared else None)
+                             run_input and not shared, stack, targets=targets, product=not shared)
         if auto_stack:
             sizing = _size_stack(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, emulator)
     result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir,
@@ -253,10 +257,10 @@ def _has_run_target(record: ProjectRecord) -> bool:
 def _configure_and_build(
     record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
     counter: _NinjaProgress, progress: Progress, jobs: int, run_input: bool, stack: str,
-    target: str | None = None,
+    targets: tuple[str, ...] = (), product: bool = True,
 ) -> None:
     """Configure when the build tree is new, the workspace changed or the stack differs (the stack only
-    for the product image); then ninja (``target``, or the default targets).
+    when building for the product, ``product``); then ninja (``targets``, or the default targets).
 
     Raises:
         BuildError: configure or build failed.
@@ -264,7 +268,7 @@ def _configure_and_build(
     launcher = str(ccache_launcher() or "")  # ccache when on PATH (armgen.firmware.compiler_cache)
     env = ccache_env(os.environ, record.root)
     if (not (build_dir / "build.ninja").is_file() or _workspace_changed(build_dir, ws)
-            or (target is None and _cached(build_dir, "ARMGEN_STACK_SIZE") != stack)
+            or (product and _cached(build_dir, "ARMGEN_STACK_SIZE") != stack)
             or (_cached(build_dir, "CMAKE_C_COMPILER_LAUNCHER") or "") != launcher):
         progress("configure", 0, 1, str(build_dir))
         cmd = [
@@ -290,7 +294,7 @@ def _configure_and_build(
             )
         progress("configure", 1, 1, "done")
 
-    cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}", *([target] if target else [])]
+    cmd = [str(tools["ninja"]), "-C", str(build_dir), f"-j{max(1, jobs)}", *targets]
     if _run(cmd, record.root, log, counter, env=env) is None:
         raise BuildError(first_build_error(log_path), hint=f"full log: {log_path}")
 
@@ -328,32 +332,27 @@ def _size_stack(
     record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
     counter: _NinjaProgress, progress: Progress, jobs: int, emulator: Any,
 ) -> Any:
-    """``stack = "auto"``: measure the image just built on QEMU, relink with the sized stack, check it.
-
-    Returns:
-        :class:`armgen.firmware.stack.StackSizing` (also written to ``build/stack.json``).
+    """``stack = "auto"``: :func:`armgen.firmware.stack.size_stack` on `armgen run`'s image (armgen's main:
+    yours may never return), relinking both images; a project without that image (written before it)
+    measures its product image, as then.
 
     Raises:
         BuildError: the sized image used more stack than it reserves, or printed no stack line.
         RunError: the image failed on QEMU.
     """
-    from armgen.firmware.stack import StackSizing, measure_high_water, sized_stack_bytes
+    from armgen.firmware.stack import size_stack
 
-    elf, _ = _outputs(record, build_dir)
+    harness = _has_run_target(record)
+    targets: tuple[str, ...] = (str(record.name), f"{record.name}_run") if harness else ()
     progress("stack", 0, 2, "measure")
-    measured_with, used = measure_high_water(elf, emulator, log_path=build_dir / "stack-measure.log")
-    size = sized_stack_bytes(used)
-    _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, False, str(size))
-    progress("stack", 1, 2, "check")
-    reserved, again = measure_high_water(elf, emulator, log_path=build_dir / "stack-check.log")
-    if reserved != size or again > size:
-        raise BuildError(
-            f"stack sizing: the relinked image reserves {reserved} B and used {again} B (sized {size} B)",
-            hint=f"QEMU logs: {build_dir / 'stack-check.log'}",
-        )
-    sizing = StackSizing(reserved=size, high_water=again, measured_with=measured_with,
-                         machine=emulator.qemu_machine)
-    sizing.write(build_dir)
+
+    def relink(size: int) -> None:
+        _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, False,
+                             str(size), targets=targets)
+        progress("stack", 1, 2, "check")
+
+    sizing = size_stack(_outputs(record, build_dir, run_variant=harness)[0], emulator, relink, build_dir,
+                        harness=harness)
     progress("stack", 2, 2, "done")
     return sizing
 

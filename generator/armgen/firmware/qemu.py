@@ -5,10 +5,10 @@ that turn its virtual time into instruction counts.
   (:class:`armgen.boards.Emulator`) with Arm semihosting and ``-icount shift=0``, hand it
   ``input.bin`` (:data:`armgen.firmware.console_protocol.INPUT_FILE`), collect what it printed
   (:class:`QemuRun`), with a wall-clock timeout and no core dumps;
-- :data:`SYSTICK_HZ` / :func:`instructions_from_ticks`: under ``-icount shift=0`` QEMU advances
-  virtual time by exactly 1 ns per instruction, so the firmware's SysTick ticks (``ARMGEN ticks``)
-  are an instruction count: ``instructions = ticks * 1e9 / systick_hz``. It repeats exactly from
-  run to run; it is not a cycle count on silicon (:data:`ICOUNT_NOTE`).
+- :func:`instructions_from_ticks` (SysTick rate: :attr:`armgen.boards.Emulator.systick_hz`): under
+  ``-icount shift=0`` QEMU advances virtual time by exactly 1 ns per instruction, so the firmware's
+  SysTick ticks (``ARMGEN ticks``) are an instruction count: ``instructions = ticks * 1e9 /
+  systick_hz``. It repeats exactly from run to run; it is not a cycle count on silicon (:data:`ICOUNT_NOTE`).
 
 What the firmware prints is read by :mod:`armgen.firmware.console_protocol`; how a run failed
 (timeouts, lockups, faults) by :mod:`armgen.firmware.faults`.
@@ -29,20 +29,6 @@ from armgen.errors import RunError, ToolchainError
 from armgen.firmware.console_protocol import INPUT_FILE
 
 QEMU = "qemu-system-arm"
-
-#: SysTick rate (processor clock, SYST_CSR.CLKSOURCE=1) of each QEMU machine, in Hz.
-#: Source: QEMU 7.2 hw/arm/mps2.c (``sysclk_frq`` 25 MHz for an385/an386/an500) and
-#: hw/arm/mps2-tz.c (an505 20 MHz; an524/an547 32 MHz). Checked by tests/firmware/test_run.py, which counts
-#: a busy loop of known length on mps3-an547 and mps2-an386.
-SYSTICK_HZ: dict[str, int] = {
-    "mps2-an385": 25_000_000,
-    "mps2-an386": 25_000_000,
-    "mps2-an500": 25_000_000,
-    "mps2-an505": 20_000_000,
-    "mps3-an524": 32_000_000,
-    "mps3-an547": 32_000_000,
-    "netduinoplus2": 168_000_000,  # QEMU stm32f405_soc.c SYSCLK_FRQ; SysTick on the processor clock
-}
 
 #: ``-icount`` shift: 2**shift ns of virtual time per instruction. 0 makes 1 instruction = 1 ns.
 ICOUNT_SHIFT = 0
@@ -193,18 +179,18 @@ def run_qemu(
     return result
 
 
-def instructions_from_ticks(ticks: int, machine: str, icount_shift: int = ICOUNT_SHIFT) -> int:
+def instructions_from_ticks(ticks: int, systick_hz: int | None, icount_shift: int = ICOUNT_SHIFT) -> int:
     """Convert SysTick ticks (processor clock) under ``-icount shift=s`` into instructions.
 
-    QEMU's icount advances virtual time by ``2**s`` ns per instruction; SysTick counts at
-    :data:`SYSTICK_HZ` of virtual time. So ``instructions = ticks * 1e9 / hz / 2**s``, e.g.
-    31.25 instructions per tick on mps3-an547 (32 MHz) and 40 on mps2-an386 (25 MHz). The result
-    is an instruction count (to within one tick), not silicon cycles.
+    QEMU's icount advances virtual time by ``2**s`` ns per instruction; SysTick counts at the machine's
+    ``systick_hz`` (:attr:`armgen.boards.Emulator.systick_hz`, from the QEMU board file) of virtual time.
+    So ``instructions = ticks * 1e9 / hz / 2**s``, e.g. 31.25 instructions per tick on mps3-an547 (32 MHz)
+    and 40 on mps2-an386 (25 MHz). The result is an instruction count (to within one tick), not silicon cycles.
+    Checked by tests/firmware/test_run.py, which counts a busy loop of known length on mps3-an547 and mps2-an386.
 
     Raises:
-        RunError: the machine's SysTick rate is unknown.
+        RunError: the SysTick rate is unknown (None or not positive).
     """
-    hz = SYSTICK_HZ.get(machine)
-    if hz is None:
-        raise RunError(f"SysTick rate of QEMU machine {machine!r} is unknown to armgen")
-    return round(ticks * 1e9 / hz / (2**icount_shift))
+    if not systick_hz or systick_hz <= 0:
+        raise RunError(f"SysTick rate {systick_hz!r} Hz: unknown to armgen")
+    return round(ticks * 1e9 / systick_hz / (2**icount_shift))

@@ -45,7 +45,7 @@ from armgen.errors import ModelError, RunError
 from armgen.firmware.console_protocol import FirmwareLog, parse_firmware_output
 from armgen.firmware.faults import check_run
 from armgen.firmware.host_io import alternate_inputs, input_bytes, output_array, quantize_input
-from armgen.firmware.qemu import SYSTICK_HZ, QemuRun, instructions_from_ticks, run_qemu
+from armgen.firmware.qemu import QemuRun, instructions_from_ticks, run_qemu
 from armgen.firmware.run_report import (
     LSB_TOLERANCE,
     SATURATED,
@@ -420,7 +420,7 @@ def run_firmware(
         alternate_checked = _second_input_checked(runs, report, report_dir, outs, findings, floats,
                                                   reference_cache, reference)
     findings.extend(_log_findings(log, ticks_per_run, report))
-    hz = SYSTICK_HZ.get(emulator.qemu_machine)
+    hz = emulator.systick_hz
     return RunReport(
         elf=str(elf),
         board=emulator.board,
@@ -438,7 +438,7 @@ def run_firmware(
         ticks=log.ticks,
         ticks_per_run=tuple(ticks_per_run),
         systick_hz=hz,
-        instructions=instructions_from_ticks(log.ticks, emulator.qemu_machine) if (log.ticks is not None and hz)
+        instructions=instructions_from_ticks(log.ticks, hz) if (log.ticks is not None and hz)
         else None,
         seconds=round(runs.seconds, 3),
         findings=tuple(findings),

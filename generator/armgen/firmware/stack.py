@@ -7,23 +7,27 @@ calls every kernel through an ``OpFunction`` pointer from the kernel table
 virtual ``init``/``execute``, and newlib/libgcc come without ``.su`` files. So the bound armgen can
 state is the measured one, and the report says so (:data:`NO_STATIC_BOUND`):
 
-1. the product image is linked with the stack the project was generated with (8 KiB by default);
+1. `armgen run`'s image (``build/<name>-run.elf``: armgen's harness main with the product's model
+   library, pools, platform, runtime and linker script) is linked with the stack the project was
+   generated with (8 KiB by default). Your ``main.cpp`` is not run: it may wait for a sensor for ever;
 2. it runs once on the board's own QEMU machine; the firmware paints its stack at reset and prints
    the high-water mark (``ARMGEN stack reserved=... used=...``, ``src/platform``; the line is
    described in :mod:`armgen.firmware.console_protocol`);
 3. the stack becomes :func:`sized_stack_bytes` of that mark (x :data:`STACK_MARGIN`, rounded up to
-   :data:`STACK_ALIGN`) through the linker symbol ``__armgen_stack_size__``, and the image is relinked;
-4. it runs again: the mark must repeat and fit.
+   :data:`STACK_ALIGN`, plus :data:`USER_FRAMES_BYTES` for your main's own frames) through the linker
+   symbol ``__armgen_stack_size__``, and both images are relinked;
+4. the run image runs again: the mark must repeat and fit.
 
-The margin covers what one QEMU run of the product does not: exception frames pushed on the main
-stack by interrupts on the real board (32 B basic, 104 B with lazy FP state; Armv7-M/Armv8-M ARM,
-"Exception entry behavior") and code paths a different input could take. The benchmarks apply the
-same rule to TFLite Micro (``benchmarks/bench.py``).
+The margin covers what one QEMU run does not: exception frames pushed on the main stack by interrupts
+on the real board (32 B basic, 104 B with lazy FP state; Armv7-M/Armv8-M ARM, "Exception entry
+behavior") and code paths a different input could take. The benchmarks apply the same rule to TFLite
+Micro (``benchmarks/bench.py``), whose measured image is its own main (no allowance).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,6 +37,10 @@ from armgen.errors import BuildError
 STACK_MARGIN = 1.25
 #: Bytes: AAPCS keeps the stack 8-byte aligned at public interfaces.
 STACK_ALIGN = 8
+#: Bytes added for your main's own frames, which the measured harness image does not have: its locals and
+#: what it calls around the model (the model's own frames are measured). A main with larger locals needs
+#: a fixed ``[memory] stack``.
+USER_FRAMES_BYTES = 512
 #: Why armgen states no static bound for ExecuTorch firmware (see the module docstring).
 NO_STATIC_BOUND = (
     "no static bound: ExecuTorch calls kernels through function pointers (Method::execute_instruction) "
@@ -42,12 +50,13 @@ NO_STATIC_BOUND = (
 STACK_FILE = "stack.json"
 
 
-def sized_stack_bytes(high_water: int) -> int:
+def sized_stack_bytes(high_water: int, *, user_frames: bool = False) -> int:
     """The stack for a measured high-water mark: ``high_water`` x :data:`STACK_MARGIN`, rounded up to
-    :data:`STACK_ALIGN`.
+    :data:`STACK_ALIGN`, plus :data:`USER_FRAMES_BYTES` with ``user_frames``.
 
     Args:
-        high_water: bytes of stack the firmware used.
+        high_water: bytes of stack the firmware used. user_frames: the mark was measured on armgen's
+            harness image, not on the image that runs your main.
 
     Returns:
         int: bytes.
@@ -58,7 +67,7 @@ def sized_stack_bytes(high_water: int) -> int:
     if high_water <= 0:
         raise ValueError(f"stack high-water mark must be positive, not {high_water}")
     need = -(-high_water * int(STACK_MARGIN * 100) // 100)
-    return -(-need // STACK_ALIGN) * STACK_ALIGN
+    return -(-need // STACK_ALIGN) * STACK_ALIGN + (USER_FRAMES_BYTES if user_frames else 0)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,8 @@ class StackSizing:
     Attributes:
         reserved: bytes the image reserves. high_water: bytes the sized image used on QEMU.
         measured_with: bytes reserved during the measuring run. machine: the QEMU machine.
+        image: the ELF that ran (``<name>-run.elf``: armgen's harness main). user_frames: bytes added
+        for your main's frames (:data:`USER_FRAMES_BYTES`; 0 when the product image itself ran).
         margin: :data:`STACK_MARGIN`. method: ``"measured"`` (the only one for now).
         static_bound: bytes when proven (None; see ``note``). note: why there is no static bound.
     """
@@ -76,6 +87,8 @@ class StackSizing:
     high_water: int
     measured_with: int
     machine: str
+    image: str = ""
+    user_frames: int = 0
     margin: float = STACK_MARGIN
     method: str = "measured"
     static_bound: int | None = None
@@ -83,8 +96,10 @@ class StackSizing:
 
     def describe(self) -> str:
         """One line for people: the size and where it comes from."""
-        return (f"stack {self.reserved:,} B = high-water {self.high_water:,} B measured on QEMU {self.machine} "
-                f"x {self.margin}, rounded up to {STACK_ALIGN} B ({self.note})")
+        image = f" ({self.image})" if self.image else ""
+        frames = f" + {self.user_frames:,} B for your main's frames" if self.user_frames else ""
+        return (f"stack {self.reserved:,} B = high-water {self.high_water:,} B measured on QEMU {self.machine}{image} "
+                f"x {self.margin}, rounded up to {STACK_ALIGN} B{frames} ({self.note})")
 
     def write(self, build_dir: Path) -> Path:
         """Write ``build_dir/stack.json`` and return its path."""
@@ -120,3 +135,37 @@ def measure_high_water(
     if log.stack is None:
         raise BuildError(f"{elf.name} printed no 'ARMGEN stack' line: cannot size the stack from it")
     return log.stack.reserved, log.stack.used
+
+
+def size_stack(elf: Path, emulator: object, relink: Callable[[int], None], build_dir: Path, *,
+               harness: bool) -> StackSizing:
+    """``[memory] stack = "auto"``: run ``elf`` (built with the generated stack) on QEMU, ``relink`` the
+    images with :func:`sized_stack_bytes` of its high-water mark, run it again: the mark must fit.
+
+    Args:
+        elf: the image to measure (`armgen run`'s harness image, or the product's for an older project).
+        emulator: the board's :class:`armgen.boards.Emulator`. relink: rebuilds with a stack of that many
+            bytes. build_dir: where the QEMU logs and ``stack.json`` go. harness: ``elf`` is the harness
+            image (the size allows for your main's frames).
+
+    Returns:
+        StackSizing (also written to ``build_dir/stack.json``).
+
+    Raises:
+        BuildError: the relinked image used more stack than it reserves, or printed no stack line.
+        RunError: the image failed on QEMU.
+    """
+    measured_with, used = measure_high_water(elf, emulator, log_path=build_dir / "stack-measure.log")
+    size = sized_stack_bytes(used, user_frames=harness)
+    relink(size)
+    reserved, again = measure_high_water(elf, emulator, log_path=build_dir / "stack-check.log")
+    if reserved != size or again > size:
+        raise BuildError(
+            f"stack sizing: the relinked image reserves {reserved} B and used {again} B (sized {size} B)",
+            hint=f"QEMU logs: {build_dir / 'stack-check.log'}",
+        )
+    sizing = StackSizing(reserved=size, high_water=again, measured_with=measured_with,
+                         machine=getattr(emulator, "qemu_machine", "?"), image=elf.name,
+                         user_frames=USER_FRAMES_BYTES if harness else 0)
+    sizing.write(build_dir)
+    return sizing

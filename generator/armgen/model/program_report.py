@@ -365,6 +365,11 @@ class ProgramReport:
 
     # ---- derived views -------------------------------------------------------------------
     @property
+    def uses_npu(self) -> bool:
+        """The program has an Ethos-U delegate (``EthosUBackend``): its NPU command streams need the NPU."""
+        return any(d.backend_id == "EthosUBackend" for d in self.delegates)
+
+    @property
     def selected_operators(self) -> tuple[str, ...]:
         """Non-delegated, non-prim operators as ``name.overload``, sorted (selected-ops YAML keys)."""
         return tuple(sorted(f"{o.name}.{o.overload}" for o in self.operators if o.library != "prim"))

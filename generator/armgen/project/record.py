@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from armgen.errors import ArmgenError, ProjectError
+from armgen.project.run_plan import RunPlan
 
 #: File name of the record in a project directory.
 RECORD_FILE = "armgen.toml"
@@ -91,6 +92,8 @@ class ProjectRecord:
             (:meth:`armgen.model.frontend.MfccFrontend.as_record`), None without one.
         files: ``[files]``: project-relative path -> SHA-256 (hex) of every file armgen wrote (the record
             itself left out); empty in a version 1 record.
+        run: ``[run]``: how `armgen run` checks the project (:class:`armgen.project.run_plan.RunPlan`); None
+            in records written before run plans.
     """
 
     root: Path
@@ -114,6 +117,7 @@ class ProjectRecord:
     budgets: dict[str, Any] | None = None
     frontend: dict[str, Any] | None = None
     files: dict[str, str] = field(default_factory=dict)
+    run: RunPlan | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -189,6 +193,9 @@ class ProjectRecord:
             lines += ["", "# The audio front end src/frontend/ computes (armgen.model.frontend); `armgen run` "
                       "checks its features against the host's."]
             lines += ["[frontend]"] + [f"{k} = {_toml_value(v)}" for k, v in self.frontend.items()]
+        if self.run is not None:
+            lines += ["", "# How `armgen run` checks this project (armgen.project.run_plan; `armgen update` plans it)."]
+            lines += ["[run]"] + [f"{k} = {_toml_value(v)}" for k, v in self.run.as_table().items()]
         lines += ["", "# Where the linker puts code, the .pte, .data/.bss and the stack (board region names)."]
         lines += ["[regions]"] + [f"{k} = {_toml_value(v)}" for k, v in self.regions.items()]
         lines += ["", "# Bytes. method_allocator_bound: see armgen.model.method_allocator."]
@@ -301,6 +308,7 @@ def _from_table(
         budgets=_table(data, "budgets", path, error) if "budgets" in data else None,
         frontend=_table(data, "frontend", path, error) if "frontend" in data else None,
         files={str(k): str(v) for k, v in _table(data, "files", path, error).items()},
+        run=RunPlan.from_table(_table(data, "run", path, error), str(path)) if "run" in data else None,
     )
 
 

@@ -67,9 +67,9 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     """Render every file of the project described by ``spec``.
 
     Args:
-        spec: the project. standin: for a Zephyr project on a real board, the same program planned
-            for the board's QEMU stand-in (same CPU); rendered as a complete application of its own
-            under ``standin/<stand-in board>/``, which ``armgen run`` builds and runs.
+        spec: the project. standin: the same program planned for the board's QEMU machine (same CPU), when
+            `armgen run` needs one (:func:`armgen.project.run_plan.standin_rtos`); rendered as a complete
+            project of its own under ``standin/<QEMU board>/``, whose run image ``armgen run`` builds and runs.
 
     Returns:
         RenderedProject: ``{relative path: bytes}``, sorted, deterministic for equal specs.
@@ -369,6 +369,8 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None, files:
     See :class:`armgen.project.record.ProjectRecord` for its keys; ``elf``/``map`` are where west
     (``build/zephyr/zephyr.elf``) or the bare-metal CMake project (``build/<name>.elf``) writes them.
     """
+    from armgen.project.run_plan import plan_run, runs_on_npu
+
     zephyr = spec.rtos == "zephyr"
     record = ProjectRecord(
         root=Path("."),
@@ -384,7 +386,8 @@ def project_record(spec: ProjectSpec, standin: ProjectSpec | None = None, files:
         executorch_version=spec.executorch_version,
         zephyr_release=spec.zephyr_release,
         zephyr_target=spec.zephyr_target if spec.zephyr_release is not None else None,
-        standin=f"{STANDIN_DIR}/{standin.board.name}" if standin is not None else None,
+        run=plan_run(spec.board, rtos=spec.rtos, npu=runs_on_npu(spec.backend, spec.report),
+                     standin=(f"{STANDIN_DIR}/{standin.board.name}", standin.rtos) if standin is not None else None),
         model=ModelEntry(
             source=spec.model_source,
             weights=spec.weights or None,

@@ -296,7 +296,7 @@ def make_spec(
                            hint="give make_spec zephyr=armgen.project.zephyr.zephyr_placement(board, release)")
     if frontend is not None:
         check_frontend(frontend, report, rtos)
-    uses_npu = any(d.backend_id == "EthosUBackend" for d in report.delegates)
+    uses_npu = report.uses_npu
     mem = plan_memory(report, board, rtos, backend, stack_size, zephyr if rtos == "zephyr" else None, uses_npu)
     report_dir = Path(report_path).parent if report_path else Path(pte_path).parent
     ref = report.files.get("reference")

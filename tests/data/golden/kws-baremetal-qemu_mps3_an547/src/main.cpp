@@ -5,8 +5,9 @@
  * reads, ending in `ARMGEN done`; a failure prints `ARMGEN error <ErrorName> <where>` and exits with a
  * non-zero status).
  *
- * `armgen run` builds a variant of this image with ARMGEN_RUN_INPUT=1 (see CMakeLists.txt): its input
- * comes from src/armgen/armgen_run_harness.cpp, compiled into that variant only.
+ * This file is yours: rewrite it or delete it (`armgen update` keeps your edits). `armgen run` never
+ * builds it: it checks the model with its own main (src/armgen/armgen_run_main.cpp) linked to the same
+ * model library, pools and platform, so it works whatever this file becomes.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -15,19 +16,13 @@
 #include "armgen_platform.h"
 #include "armgen_print.h"
 #include "armgen_report.h"
-#ifndef ARMGEN_RUN_INPUT
-#define ARMGEN_RUN_INPUT 0 /* the product image; 1 in armgen run's variant (see CMakeLists.txt) */
-#endif
-#if ARMGEN_RUN_INPUT
-#include "armgen_run_harness.h"
-#endif
 
 namespace {
 
 /* The product image's input: a deterministic pattern written straight into the model's planned
  * input tensors (armgen_model_input_buffer), where your sensor driver would write; no copy and no
  * embedded sample. */
-[[maybe_unused]] void fill_inputs_in_place(const void* inputs[]) {
+void fill_inputs_in_place(const void* inputs[]) {
   uint32_t x = 12345u;
   {
     int8_t* in = static_cast<int8_t*>(armgen_model_input_buffer(0));
@@ -55,12 +50,8 @@ int main(void) {
   /* From here on the heap is closed: any allocation stops the firmware. */
   armgen_platform_lock_heap();
   const void* inputs[ARMGEN_NUM_INPUTS] = {};
-#if ARMGEN_RUN_INPUT
-  armgen_run_inputs(inputs);
-#else
   fill_inputs_in_place(inputs);
   armgen_printf("ARMGEN input pattern\n");
-#endif
   void* const outputs[ARMGEN_NUM_OUTPUTS] = {}; /* NULL: outputs are read in place (armgen_model_output_buffer) */
   uint64_t start = armgen_ticks();
   status = armgen_model_run_all(inputs, outputs);

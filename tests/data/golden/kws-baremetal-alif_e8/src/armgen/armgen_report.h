@@ -9,8 +9,8 @@
  *   ARMGEN ticks <n>                              (timer ticks around execute(), ARMGEN_TICKS_HZ per second)
  *   ARMGEN done
  *
- * Header-only, for main.cpp alone: compiled in main's unit, the report costs the image no more than
- * when it was written in main.
+ * Header-only, for a main (the example main.cpp, `armgen run`'s armgen_run_main.cpp): compiled in
+ * that main's unit, the report costs the image no more than when it was written in main.
  */
 #ifndef ARMGEN_REPORT_H
 #define ARMGEN_REPORT_H
