@@ -368,7 +368,6 @@ def run_project(
         report = ProgramReport.load(report_path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
-    restore_intermediates(record, report, say)
     plan = record.run
     if plan is None:
         plan = plan_from_record(record, board, report)
@@ -376,6 +375,7 @@ def run_project(
             raise RunError(f"project {record.name} was written before run plans and runs in a stand-in "
                            "application armgen has not rendered", hint=f"armgen update {record.root} renders it")
         say(f"note: armgen.toml has no [run] plan (an older armgen wrote it): {plan.on}, {plan.why}")
+    restore_intermediates(record, report, say)
     labels = _class_labels(record)
     npu = runs_on_npu(record.backend or report.backend, report)
     if on == "tosa-reference" or (on is None and plan.on == "tosa-reference"):

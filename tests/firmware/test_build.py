@@ -213,15 +213,15 @@ def test_kws_builds_and_runs_on_qemu(tmp_path, monkeypatch, board, target, machi
 
     # The product image does not read input.bin: no reader, no buffer. `armgen run`'s variant
     # (target kws_run of the same tree: build/kws-run.elf) has both; the buffer holds all inputs. It
-    # shares the product's objects and runtime: it compiles main.cpp, armgen run's harness and the input reader,
-    # then links.
+    # shares the product's objects and runtime: it compiles armgen run's harness main (src/armgen/armgen_run_main.cpp,
+    # instead of main.cpp) and the input reader, then links.
     # The product's example writes a pattern straight into the planned input (armgen_model_input_buffer):
     # no embedded sample input is linked.
     assert "input pattern" in (run.stdout + run.stderr)
     assert not {s for s in symbols if "input_file" in s or "armgen_sample_input" in s}
     variant = build_project(project, size=False, run_input=True)
     assert variant.elf == project / "build" / "kws-run.elf"
-    assert variant.compiled == 3, variant.compiled
+    assert variant.compiled == 2, variant.compiled
     assert not (project / "build" / "run-input").exists()
     nm = subprocess.run(["arm-none-eabi-nm", "-S", "-C", str(variant.elf)], capture_output=True, text=True).stdout
     buffer = next(line.split() for line in nm.splitlines() if line.endswith("g_input_file"))

@@ -241,6 +241,9 @@ def _lower_ethos_u(qep: Any, spec: Any, rejected: dict[str, str]) -> tuple[Any, 
     ins, outs = _boundary_qparams(edge.exported_program())
     edge = _quantize_io(edge, ins, outs)
     edge = edge.transform([order.build(p) for p in order.AFTER_PARTITION_ETHOS_U])
+    from armgen.model.passes.remove_dead_constants import remove_dead_constants
+
+    remove_dead_constants(edge.exported_program())  # on the exported program: it edits the signature too
     return edge, ins, outs
 
 

@@ -21,7 +21,7 @@ flow, with ExecuTorch's fixed steps between the lists:
       PT2E with EthosUQuantizer, torch.export of the int8 model
       to_edge_transform_and_lower(partitioner=[EthosUPartitioner]): Vela compiles the delegate
       QuantizeInputs / QuantizeOutputs
-      AFTER_PARTITION_ETHOS_U     the CPU part of the edge program
+      AFTER_PARTITION_ETHOS_U     the CPU part of the edge program, then RemoveDeadConstantsPass
       to_executorch with ExecuTorch's default memory planning
 
 The boundary passes (``QuantizeInputs``/``QuantizeOutputs``) come before anything that rewrites
@@ -45,6 +45,7 @@ from armgen.model import compact_program as compaction
 from armgen.model.passes.conv1d_to_conv2d import Conv1dToConv2dPass
 from armgen.model.passes.fold_pad_into_conv import fold_pads_into_convolutions
 from armgen.model.passes.layout_for_kernels import LayoutForKernelsPass
+from armgen.model.passes.remove_dead_constants import RemoveDeadConstantsPass
 from armgen.model.passes.remove_noop_pad import RemoveNoOpPadPass
 from armgen.model.passes.same_padding_to_explicit import SamePaddingToExplicitPass
 from armgen.model.passes.single_channel_depthwise_to_conv import SingleChannelDepthwiseToConvPass
@@ -79,8 +80,10 @@ AFTER_CORTEX_M_PASSES: tuple[type, ...] = (
     # Drops the cortex_m::pad nodes upstream's lowering leaves with all-zero padding: after it.
     # Independent of the pass above (it touches no convolution).
     RemoveNoOpPadPass,
-    # Last: it reads the kernels the passes above leave (a pad removed is one layout-aware kernel fewer).
+    # It reads the kernels the passes above leave (a pad removed is one layout-aware kernel fewer).
     LayoutForKernelsPass,
+    # Last: the constants the rewrites above (and upstream's) replaced are left without users.
+    RemoveDeadConstantsPass,
 )
 
 #: The out-variant graph ``to_executorch`` is about to plan, on its tensor specs, inside ExecuTorch's

@@ -68,7 +68,7 @@ typedef int8_t armgen_input0_t; /* dtype int8, shape (1, 1, 49, 10), dim order (
 #define ARMGEN_OUTPUT0_NBYTES 12
 typedef int8_t armgen_output0_t; /* dtype int8, shape (1, 12), dim order (0, 1) */
 #define ARMGEN_OUTPUT0_QUANTIZED 1
-#define ARMGEN_OUTPUT0_SCALE 0x1.a2ba920000000p-11f
+#define ARMGEN_OUTPUT0_SCALE 0x1.a2ba960000000p-11f
 #define ARMGEN_OUTPUT0_ZERO_POINT -128
 
 

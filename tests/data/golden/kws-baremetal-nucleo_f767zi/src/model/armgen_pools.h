@@ -15,8 +15,8 @@ extern "C" {
 /* planned pool: 16000 bytes in DTCM (.armgen_pool.planned_1) */
 #define ARMGEN_POOL_PLANNED_1_SIZE 16000u
 extern uint8_t armgen_pool_planned_1[ARMGEN_POOL_PLANNED_1_SIZE];
-/* method pool: 6976 bytes in DTCM (.armgen_pool.method) */
-#define ARMGEN_POOL_METHOD_SIZE 6976u
+/* method pool: 5360 bytes in DTCM (.armgen_pool.method) */
+#define ARMGEN_POOL_METHOD_SIZE 5360u
 extern uint8_t armgen_pool_method[ARMGEN_POOL_METHOD_SIZE];
 /* No temp pool: the program asks nothing of the temp allocator while it runs. */
 #define ARMGEN_POOL_TEMP_SIZE 0u

@@ -15,8 +15,8 @@ extern "C" {
 /* planned pool: 20464 bytes in DTCM (.armgen_pool.planned_1) */
 #define ARMGEN_POOL_PLANNED_1_SIZE 20464u
 extern uint8_t armgen_pool_planned_1[ARMGEN_POOL_PLANNED_1_SIZE];
-/* method pool: 6784 bytes in DTCM (.armgen_pool.method) */
-#define ARMGEN_POOL_METHOD_SIZE 6784u
+/* method pool: 5120 bytes in DTCM (.armgen_pool.method) */
+#define ARMGEN_POOL_METHOD_SIZE 5120u
 extern uint8_t armgen_pool_method[ARMGEN_POOL_METHOD_SIZE];
 /* No temp pool: the program asks nothing of the temp allocator while it runs. */
 #define ARMGEN_POOL_TEMP_SIZE 0u
