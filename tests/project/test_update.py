@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from _programs import ANSI, armgen, armgen_here, compiled_file, made_project, tree
+from _programs import ANSI, armgen, armgen_here, compiled_file, made_project, ok, one_error_line, program, tree
 from armgen.project.ownership import BASE_DIR, markdown_table, owner_of
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -318,3 +318,28 @@ def test_a_new_board_removes_build_and_a_renamed_directory_updates(project):
     assert "board qemu_mps3_an547 -> qemu_mps2_an386" in err and "target cortex-m55 -> cortex-m4" in err, err
     assert not (renamed / "build").exists()
     assert tomllib.loads((renamed / "armgen.toml").read_text())["target"] == "cortex-m4"
+
+
+def test_a_missing_model_file_is_said_before_anything_is_compiled(tmp_path):
+    """`armgen new/update --model nope.py` said "compiling nope.py ..." and then that the file was missing: every
+    cheap check (the model file, the calibration data, the board) comes before the compile. One line, exit 2,
+    nothing written. A project from a committed program (no export)."""
+    ok(armgen_here("new", "kws", "--model", str(program("kws-cortex-m55")[1]), "--board", BOARD,
+                   "--out", str(tmp_path)), "armgen new")
+    project = tmp_path / "kws"
+    before, around = tree(project), sorted(tmp_path.iterdir())
+    nope = tmp_path / "nope"
+    for args, said in (
+        (("new", "x", "--model", f"{nope}.py", "--board", BOARD, "--out", str(tmp_path)), f"{nope}.py: model file not found"),
+        (("new", "x", "--model", f"{nope}.py:make", "--board", BOARD, "--out", str(tmp_path)), f"{nope}.py: model file not found"),
+        (("update", str(project), "--model", f"{nope}.py"), f"{nope}.py: model file not found"),
+        (("update", str(project), "--model", f"{nope}.pt2"), f"{nope}.pt2: model file not found"),
+        (("update", str(project), "--model", "nope"), "'nope' is not a built-in sample (kws, vww, ic, ad) nor a .py"),
+        (("update", str(project), "--model", str(MODELS / "update_v1.py"), "--calibration", f"{nope}.npz"),
+         f"{nope}.npz: calibration data not found"),
+        (("update", str(project), "--model", str(MODELS / "update_v1.py"), "--board", "nope"), "unknown board 'nope'"),
+    ):
+        r = armgen_here(*args)
+        assert said in one_error_line(r), (args, r.stderr)
+        assert "compiling" not in r.stderr and len(r.stderr.strip().splitlines()) <= 2, r.stderr  # the error, a hint
+        assert tree(project) == before and sorted(tmp_path.iterdir()) == around, args
