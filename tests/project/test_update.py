@@ -343,3 +343,61 @@ def test_a_missing_model_file_is_said_before_anything_is_compiled(tmp_path):
         assert said in one_error_line(r), (args, r.stderr)
         assert "compiling" not in r.stderr and len(r.stderr.strip().splitlines()) <= 2, r.stderr  # the error, a hint
         assert tree(project) == before and sorted(tmp_path.iterdir()) == around, args
+
+
+#: A section a team adds to armgen's linker script (bare metal), far from the lines a stack size changes.
+NOINIT = "  .noinit (NOLOAD) : ALIGN(4)\n  {\n    *(.noinit*)\n  } > DTCM\n\n  /DISCARD/ :"
+
+
+def test_an_edit_to_an_armgen_file_merges_against_its_last_render(tmp_path):
+    """armgen's own file (the linker script) edited by the team and changed by armgen (a new stack size): merged
+    three ways against armgen's last render, made again from the record and the committed program (no compile)
+    and taken only with the record's digest; overlapping edits get markers and <file>.mine, exit 1; without an
+    accepted base (the digest says armgen wrote something else) armgen's version is written, yours beside it.
+    A project from a committed program (no export)."""
+    pte = str(program("kws-cortex-m55")[1])
+    ok(armgen_here("new", "kws", "--model", pte, "--board", BOARD, "--out", str(tmp_path / "a")), "armgen new")
+    made = tmp_path / "a" / "kws"
+    ld = Path("linker") / "kws.ld"
+    text = (made / ld).read_text()
+    assert text.count("  /DISCARD/ :") == 1 and text.count("__armgen_stack_size__ : 8192;") == 1, text
+    for copy in "bc":
+        shutil.copytree(tmp_path / "a", tmp_path / copy)
+
+    merged = made
+    (merged / ld).write_text(text.replace("  /DISCARD/ :", NOINIT))
+    r = armgen_here("update", str(merged), "--model", pte, "--stack-size", "4096")
+    assert r.returncode == 0, r.stderr
+    row = [ln for ln in ANSI.sub("", r.stdout).splitlines() if " linker/kws.ld " in ln]
+    assert len(row) == 1 and "merge (yours + armgen's)" in row[0] and "stack 8192 -> 4096" in row[0], r.stdout
+    out = (merged / ld).read_text()
+    assert ".noinit (NOLOAD)" in out and "__armgen_stack_size__ : 4096;" in out and "8192" not in out, out
+    assert not (merged / f"{ld}.mine").exists()
+    # the next update merges against this update's render (the record's digest moved on with it)
+    r = armgen_here("update", str(merged), "--model", pte, "--stack-size", "2048")
+    assert r.returncode == 0, r.stderr
+    out = (merged / ld).read_text()
+    assert ".noinit (NOLOAD)" in out and "__armgen_stack_size__ : 2048;" in out and "4096" not in out, out
+
+    clash = tmp_path / "b" / "kws"
+    ours = text.replace("__armgen_stack_size__ : 8192;", "__armgen_stack_size__ : 16384;  /* ours */")
+    (clash / ld).write_text(ours)
+    r = armgen_here("update", str(clash), "--model", pte, "--stack-size", "4096")
+    err = ANSI.sub("", r.stderr)
+    assert r.returncode == 1 and "linker/kws.ld (conflict markers; your version in linker/kws.ld.mine)" in err, err
+    out = (clash / ld).read_text()
+    assert "<<<<<<< yours\n" in out and ": 16384;  /* ours */\n=======\n" in out and ": 4096;\n>>>>>>> armgen\n" in out
+    assert (clash / f"{ld}.mine").read_text() == ours
+    r = armgen_here("update", str(clash), "--model", pte, "--dry-run")
+    assert r.returncode == 2 and "linker/kws.ld still holds the conflict markers" in r.stderr, r.stderr
+
+    other = tmp_path / "c" / "kws"
+    (other / ld).write_text(text.replace("  /DISCARD/ :", NOINIT))
+    record = other / "armgen.toml"
+    digest = tomllib.loads(record.read_text())["files"]["linker/kws.ld"]
+    record.write_text(record.read_text().replace(digest, "0" * 64))  # as if an older armgen wrote another text
+    r = armgen_here("update", str(other), "--model", pte, "--stack-size", "4096")
+    err = ANSI.sub("", r.stderr)
+    assert r.returncode == 1 and "linker/kws.ld (armgen's file: its new version written" in err, err
+    assert (other / ld).read_text().count(".noinit") == 0 and "<<<<<<<" not in (other / ld).read_text()
+    assert ".noinit (NOLOAD)" in (other / f"{ld}.mine").read_text()
