@@ -370,6 +370,8 @@ def test_an_edit_to_an_armgen_file_merges_against_its_last_render(tmp_path):
     assert r.returncode == 0, r.stderr
     row = [ln for ln in ANSI.sub("", r.stdout).splitlines() if " linker/kws.ld " in ln]
     assert len(row) == 1 and "merge (yours + armgen's)" in row[0] and "stack 8192 -> 4096" in row[0], r.stdout
+    cmake = [ln for ln in ANSI.sub("", r.stdout).splitlines() if " CMakeLists.txt " in ln]  # its stack comment
+    assert len(cmake) == 1 and "replace" in cmake[0] and "stack 8192 -> 4096" in cmake[0], r.stdout
     out = (merged / ld).read_text()
     assert ".noinit (NOLOAD)" in out and "__armgen_stack_size__ : 4096;" in out and "8192" not in out, out
     assert not (merged / f"{ld}.mine").exists()

@@ -226,7 +226,7 @@ _FOLLOWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("linker/*", ("pools", "memory")),
     ("boards/*", ("pools", "memory")),
     ("prj.conf", ("memory",)),
-    ("CMakeLists.txt", ("operators", "program")),
+    ("CMakeLists.txt", ("operators", "program", "memory")),  # memory: the stack the linker script falls back to
     ("cmake/*", ("operators",)),
     ("src/armgen/*", ("program",)),
     ("src/main.cpp", ("program",)),
