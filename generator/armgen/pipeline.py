@@ -79,6 +79,10 @@ def new_project(
             say(warning)
     elif zephyr_release is not None:
         raise ProjectError("--zephyr-release applies to Zephyr projects only", hint="add --rtos zephyr")
+    if model is not None:
+        from armgen.model.model_spec import check_model_spec
+
+        check_model_spec(model)  # the model file exists (no torch imported): before the compile, not after
     audio = _frontend(frontend, model or name, rtos) if frontend is not None else None
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after

@@ -4,6 +4,7 @@ without losing the team's edits (:mod:`armgen.project.update`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from rich.table import Table
 from armgen.cli._console import err_console, out_console, print_table
 from armgen.cli.group import main, offline_option
 from armgen.cli.new_cmd import _StackSize
+from armgen.project.record import ProjectRecord
 from armgen.project.update import UpdatePlan, describe_conflicts
 from armgen.workspace import OTHER_RELEASE_ENV
 
@@ -107,7 +109,7 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
             stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
             zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1", standin_choice=standin_choice,
         )
-    plan = plan_update(root, record, made.rendered.files)
+    plan = plan_update(root, record, made.rendered.files, old_render=_old_render(record))
     for note in plan.notes:
         _say(f"note: {note}")
     _say("causes: " + ("; ".join(plan.causes) if plan.causes else "none (the new render equals the old)"))
@@ -139,6 +141,34 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
     if plan.conflicts:
         raise click.exceptions.Exit(_conflict_exit(plan))
     _say(f"next: armgen build {root}")
+
+
+def _old_render(record: ProjectRecord) -> Callable[[], dict[str, bytes] | None]:
+    """armgen's last render of the project made again, for :func:`armgen.project.update.plan_update` (the base
+    of a merge of armgen's own files): the record's board and options with the committed program
+    (``model/<name>.pte`` and its report: no compile), rendered by this armgen. None when it cannot be
+    rendered (a program or board gone, a project with an audio front end, which only its source declares)."""
+
+    def render() -> dict[str, bytes] | None:
+        from armgen.errors import ArmgenError
+        from armgen.pipeline import new_project
+
+        if record.frontend:
+            return None
+        try:
+            made = new_project(
+                str(record.name), str(record.board_spec), model=str(record.model_path("pte")), weights=None,
+                calibration=None, rtos=record.rtos, backend=record.backend,
+                zephyr_release=record.zephyr_release if record.rtos == "zephyr" else None,
+                out_dir=record.root.parent, project_dir=record.root, stack_size=record.memory.get("stack"),
+                force=False, say=lambda _line: None, render_only=True,
+                zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
+            )
+        except ArmgenError:
+            return None
+        return dict(made.rendered.files)
+
+    return render
 
 
 def _conflict_exit(plan: UpdatePlan, would: bool = False) -> int:

@@ -2,6 +2,7 @@
 (``.pte``) and its :class:`~armgen.model.program_report.ProgramReport`.
 
     model_source     where a model comes from (samples, user files, weights, calibration data)
+    model_spec       the MODEL argument's kind and file, checked without torch (before any compile)
     compile          quantize, lower (CMSIS-NN or Vela), emit; the reference outputs
     compile_outputs  the compile stage's host runs: reference arrays, int8-vs-float quality
     quality          max abs error, SNR, top-1 agreement of int8 outputs against float ones

@@ -24,7 +24,6 @@ import hashlib
 import importlib.util
 import inspect
 import os
-import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +33,7 @@ import torch
 from torch import nn
 
 from armgen.errors import ModelError
-from armgen.paths import SAMPLES_DIR
-
-_SAMPLES_PACKAGE = "armgen_samples"
+from armgen.model.model_spec import check_model_spec, sample_names, samples_package
 
 
 def mlperf_dir() -> Path | None:
@@ -78,25 +75,6 @@ class ModelSource:
     warnings: list[str] = field(default_factory=list)
 
 
-def _samples_package() -> types.ModuleType:
-    if _SAMPLES_PACKAGE in sys.modules:
-        return sys.modules[_SAMPLES_PACKAGE]
-    spec = importlib.util.spec_from_file_location(
-        _SAMPLES_PACKAGE, SAMPLES_DIR / "__init__.py", submodule_search_locations=[str(SAMPLES_DIR)]
-    )
-    if spec is None or spec.loader is None:
-        raise ModelError(f"built-in samples not found in {SAMPLES_DIR}")
-    pkg = importlib.util.module_from_spec(spec)
-    sys.modules[_SAMPLES_PACKAGE] = pkg
-    spec.loader.exec_module(pkg)
-    return pkg
-
-
-def sample_names() -> tuple[str, ...]:
-    """Return the names of the built-in samples (``kws``, ``vww``, ``ic``, ``ad``)."""
-    return tuple(_samples_package().SAMPLE_NAMES)
-
-
 def sample_module(name: str) -> types.ModuleType:
     """Return the module of built-in sample ``name``.
 
@@ -105,7 +83,7 @@ def sample_module(name: str) -> types.ModuleType:
     """
     if name not in sample_names():
         raise ModelError(f"unknown sample '{name}'; built-in samples: {', '.join(sample_names())}")
-    return importlib.import_module(f"{_SAMPLES_PACKAGE}.{name}")
+    return importlib.import_module(f"{samples_package().__name__}.{name}")
 
 
 def load_sample(name: str, weights: Path | str | None = None, use_default_weights: bool = True) -> ModelSource:
@@ -294,19 +272,14 @@ def resolve_model(spec: str, weights: Path | str | None = None) -> ModelSource:
         return load_sample(spec, weights)
     if weights is not None:
         raise ModelError("--weights applies to the built-in samples only")
+    check_model_spec(spec)  # a kind armgen takes, and its file exists
     lower = spec.lower()
     if lower.endswith(".pte"):
         path = Path(spec)
-        if not path.is_file():
-            raise ModelError(f"{path}: model file not found")
         return ModelSource(name=path.stem, kind="pte", model=None, example_inputs=None, path=path)
     if lower.endswith(".pt2"):
         return load_pt2(Path(spec))
-    if lower.endswith(".py") or ".py:" in spec:
-        return load_python_model(spec)
-    raise ModelError(
-        f"'{spec}' is not a built-in sample ({', '.join(sample_names())}) nor a .py, .pt2 or .pte file"
-    )
+    return load_python_model(spec)
 
 
 def load_calibration(path: Path | str, example_inputs: tuple[torch.Tensor, ...]) -> list[tuple[torch.Tensor, ...]]:

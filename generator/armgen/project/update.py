@@ -10,17 +10,24 @@ on disk                                    result
 =========================================  ==========================================================
 as armgen wrote it                         replaced by the new render (``replace``)
 edited by you, armgen's version unchanged  kept (``keep``)
-edited by you, armgen's version changed    your file: merged three ways (``git merge-file``) with the
-                                           pristine text as base (``merge``); overlapping changes get
+edited by you, armgen's version changed    merged three ways (``git merge-file``, ``merge``): your file
+                                           against its pristine text, armgen's file against armgen's
+                                           last render of it (see below); overlapping changes get
                                            conflict markers and your version is saved beside it as
-                                           ``<file>.mine`` (``conflict``). armgen's file: the new
-                                           version is written, yours saved as ``<file>.mine``
-                                           (``conflict``).
+                                           ``<file>.mine`` (``conflict``). An armgen file without that
+                                           base (or binary): the new version is written, yours saved
+                                           as ``<file>.mine`` (``conflict``).
 missing                                    armgen's file is written again (``restore``); your file
                                            stays deleted (``deleted``)
 new in the render                          written (``add``)
 no longer rendered                         removed if untouched (``remove``), else kept as yours
 =========================================  ==========================================================
+
+armgen's last render of its own file is not kept (the record holds its digest only): it is made again by
+rendering the old record with the project's committed program (``model/<name>.pte`` and its report, no
+compile) with this armgen (``old_render``, which the CLI passes), and taken as the base only when its
+SHA-256 equals the record's ``[files]`` digest of that file (a newer armgen's templates, a project with an
+audio front end or an edited program give another text: then no merge).
 
 A record of schema 1 (no ``[files]``) cannot tell your edits from armgen's: armgen's files are replaced,
 your files kept, with armgen's new version beside each that differs (``<file>.armgen-new``), and a note.
@@ -37,6 +44,7 @@ import signal
 import subprocess
 import tempfile
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -64,7 +72,8 @@ class FileAction:
         ``replace``, ``same``, ``keep``, ``merge``, ``conflict``, ``restore``, ``deleted``, ``remove``.
         data: the file's new content (None: the file is left as it is, or removed). beside: a file saved
         next to it (``<path>.mine`` / ``<path>.armgen-new``) and its content. causes: why armgen's version
-        changed (:func:`causes`), for the files armgen changed.
+        changed (:func:`causes`), for the files armgen changed. markers: ``data`` holds the conflict
+        markers of a three-way merge.
     """
 
     path: str
@@ -73,6 +82,7 @@ class FileAction:
     data: bytes | None = None
     beside: tuple[str, bytes] | None = None
     causes: tuple[str, ...] = ()
+    markers: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,6 +153,11 @@ def merge3(mine: bytes, base: bytes, theirs: bytes) -> tuple[bytes, bool]:
     return r.stdout, r.returncode == 0
 
 
+def _text(*versions: bytes) -> bool:
+    """No version is binary (git merge-file takes text: a NUL byte says binary, as git's own check does)."""
+    return not any(b"\0" in v for v in versions)
+
+
 def _operators(data: bytes | None) -> set[str]:
     if not data:
         return set()
@@ -211,7 +226,7 @@ _FOLLOWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("linker/*", ("pools", "memory")),
     ("boards/*", ("pools", "memory")),
     ("prj.conf", ("memory",)),
-    ("CMakeLists.txt", ("operators", "program")),
+    ("CMakeLists.txt", ("operators", "program", "memory")),  # memory: the stack the linker script falls back to
     ("cmake/*", ("operators",)),
     ("src/armgen/*", ("program",)),
     ("src/main.cpp", ("program",)),
@@ -225,13 +240,27 @@ def _file_causes(path: str, found: dict[str, list[str]]) -> tuple[str, ...]:
     return tuple(mine) if mine else ("armgen's template renders it differently",)
 
 
-def plan_update(root: Path, record: ProjectRecord, new_files: dict[str, bytes]) -> UpdatePlan:
+def plan_update(root: Path, record: ProjectRecord, new_files: dict[str, bytes],
+                old_render: Callable[[], dict[str, bytes] | None] | None = None) -> UpdatePlan:
     """Compare ``new_files`` (the new render, :func:`armgen.project.render.render_project`) with the
     project at ``root`` and decide every file (see the module text). Reads only; writes nothing.
+
+    ``old_render``: armgen's last render made again from ``record`` and the committed program (None when it
+    cannot be), the base of a merge of armgen's own files; called at most once, and only when one of them
+    was edited and changed.
 
     Raises:
         ProjectError: a three-way merge cannot run (:func:`merge3`).
     """
+    old_files: list[dict[str, bytes] | None] = []
+
+    def armgen_base(path: str) -> bytes | None:
+        if old_render is None:
+            return None
+        if not old_files:
+            old_files.append(old_render())
+        return None if old_files[0] is None else old_files[0].get(path)
+
     new_record = tomllib.loads(new_files[RECORD_FILE].decode())
     found = causes(record, new_record, _operators(_read(root / "model" / "selected_operators.yaml")),
                    _operators(new_files.get("model/selected_operators.yaml")))
@@ -291,12 +320,13 @@ def plan_update(root: Path, record: ProjectRecord, new_files: dict[str, bytes]) 
             else:
                 act = FileAction(path, owner, "replace", new, causes=_file_causes(path, found))
         else:
-            base = _read(root / BASE_DIR / path)
+            base = _read(root / BASE_DIR / path) if owner == USER else armgen_base(path)
             why = _file_causes(path, found)
-            if owner == USER and base is not None and _sha(base) == old_sha:
+            if base is not None and _sha(base) == old_sha and (owner == USER or _text(disk, base, new)):
                 merged, clean = merge3(disk, base, new)
                 act = (FileAction(path, owner, "merge", merged, causes=why) if clean else
-                       FileAction(path, owner, "conflict", merged, beside=(path + MINE_SUFFIX, disk), causes=why))
+                       FileAction(path, owner, "conflict", merged, beside=(path + MINE_SUFFIX, disk), causes=why,
+                                  markers=True))
             elif owner == USER:  # no pristine text to merge against: yours stays, armgen's beside it
                 act = FileAction(path, owner, "conflict", disk, beside=(path + ARMGEN_NEW_SUFFIX, new), causes=why)
             else:
@@ -315,11 +345,10 @@ CONFLICT_MARKER = b"<<<<<<< yours"
 
 
 def unresolved_conflicts(root: Path, record: ProjectRecord) -> list[str]:
-    """Your files that still hold the conflict markers of an earlier update (``<<<<<<< yours`` at a line start)."""
+    """The files (yours, and armgen's that you edited) that still hold the conflict markers of an earlier update
+    (``<<<<<<< yours`` at a line start)."""
     out = []
     for path in sorted(record.files):
-        if owner_of(path) != USER:
-            continue
         data = _read(root / path)
         if data is not None and (data.startswith(CONFLICT_MARKER) or b"\n" + CONFLICT_MARKER in data):
             out.append(path)
@@ -331,7 +360,7 @@ def describe_conflicts(plan: UpdatePlan) -> str:
     parts = []
     for a in plan.conflicts:
         beside = a.beside[0] if a.beside else ""
-        if a.owner == USER and beside.endswith(MINE_SUFFIX):
+        if a.markers:
             parts.append(f"{a.path} (conflict markers; your version in {beside})")
         elif a.owner == USER:
             parts.append(f"{a.path} (yours kept; armgen's new version in {beside})")
