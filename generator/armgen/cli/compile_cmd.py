@@ -154,6 +154,8 @@ def _print_report(report: ProgramReport) -> None:
         ("cpu", report.cpu),
         ("method", report.method),
         ("planned_buffers", ", ".join(f"id {i + 1}: {b} B" for i, b in enumerate(report.planned_buffers)) or "none"),
+        ("activation_lower_bound", "-" if report.activation_lower_bound is None else
+         f"{report.activation_lower_bound} B (planned tensors live at once: no plan of this graph needs less)"),
         ("constant_data_size", f"{report.constant_data_size} B"),
         ("temp_allocator_size", f"{report.temp_allocator_size} B"),
         ("schema_version", str(report.schema_version)),

@@ -119,6 +119,10 @@ def new_cmd(
     table.add_row("stack", f"{spec.stack_size:,}" + (" (auto: sized by armgen build)" if spec.stack_auto else ""),
                   spec.stack_region, ".stack")
     print_table(table)
+    if report.activation_lower_bound is not None and report.planned_buffers:
+        planned = sum(report.planned_buffers)
+        _say(f"activations: planned {planned:,} B; lower bound {report.activation_lower_bound:,} B (the planned "
+             "tensors live at once at the busiest instruction: no plan of this graph needs less)")
     if report.placement:
         from armgen.cli.compile_cmd import npu_layer_tables, npu_total_line, placement_table
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from armgen.errors import ProgramError
+from armgen.model.activation_bound import activation_lower_bound
 from armgen.model.method_allocator import plan_method_allocator
 from armgen.model.placement import plan_placement
 from armgen.model.program_report import (
@@ -405,6 +406,7 @@ def report_from_pte_bytes(
         files=dict(extras.files),
         warnings=tuple(extras.warnings),
         placement=plan_placement(plan, libraries, extras.layers, extras.reasons),
+        activation_lower_bound=activation_lower_bound(plan).bytes,
     )
     # The method allocator's need, replayed once here so later stages size pools from the report.
     return dataclasses.replace(report, method_allocator=plan_method_allocator(data, report.temp_allocator_size))

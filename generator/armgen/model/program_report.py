@@ -248,6 +248,9 @@ class ProgramReport:
         method_allocator: the method/temp pool need replayed from the program (None in reports
             written before it was recorded; :func:`armgen.model.method_allocator.with_method_allocator`
             adds it).
+        activation_lower_bound: bytes: the largest sum of planned tensors live at one instruction, which no
+            memory plan of this graph and order can beat (:mod:`armgen.model.activation_bound`); None in
+            reports written before it was recorded.
     """
 
     name: str
@@ -275,6 +278,7 @@ class ProgramReport:
     quality: tuple[dict[str, Any], ...] = ()
     classifier: bool = False
     calibration_samples: int = 0
+    activation_lower_bound: int | None = None
     schema_version: int = SCHEMA_VERSION
 
     # ---- serialization -------------------------------------------------------------------
@@ -336,6 +340,7 @@ class ProgramReport:
             quality=tuple(dict(q) for q in data.get("quality", ())),
             classifier=bool(data.get("classifier", False)),
             calibration_samples=int(data.get("calibration_samples", 0)),
+            activation_lower_bound=data.get("activation_lower_bound"),
             schema_version=data["schema_version"],
         )
 
