@@ -178,7 +178,11 @@ def _standin(spec, report, pte_path, report_path, source, weights, stack_size, s
     from armgen.project.zephyr import zephyr_placement
 
     board = spec.board
-    rtos = standin_rtos(board, spec.rtos, runs_on_npu(spec.backend, report), spec.zephyr_release, choice)
+    npu = runs_on_npu(spec.backend, report)
+    rtos = standin_rtos(board, spec.rtos, npu, spec.zephyr_release, choice)
+    if npu and choice == "baremetal":
+        say("note: --standin baremetal does not apply to an Ethos-U program: `armgen run` checks it on the host "
+            "(TOSA reference model), QEMU has no NPU")
     if rtos is None:
         return None
     qemu = load_board(board.emulator.board)
@@ -288,7 +292,8 @@ def _program(name, model, weights, calibration, board, backend, tmp: Path, say: 
         say(f"warning: {warning}")
     for note in result.notes:
         say(f"note: {note}")
-    if model is None:
+    if model is None or (model in sample_names() and not Path(model).is_file()):
+        # a built-in sample by name (a ./kws directory, the project of the README's first command, is no model)
         desc = f"sample:{source}"
     else:
         desc = str(Path(source).expanduser().resolve()) if Path(source).exists() else source
@@ -357,7 +362,7 @@ def run_project(
             raises them.
     """
     from armgen.boards import load_board
-    from armgen.errors import RunError
+    from armgen.errors import RunError, WorkspaceError
     from armgen.firmware.host_io import load_input_file
     from armgen.model.program_report import ProgramReport
     from armgen.project.intermediates import restore_intermediates
@@ -373,6 +378,8 @@ def run_project(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProjectError(f"{report_path}: not a readable program report ({exc})") from None
     plan = record.run
+    if record.run_error:
+        raise ProjectError(record.run_error, hint=f"armgen update {record.root} plans it again")
     if plan is None:
         plan = plan_from_record(record, board, report)
         if plan is None:
@@ -401,9 +408,12 @@ def run_project(
     if plan.on == "none":
         raise RunError(plan.why, hint="`armgen boards` shows which boards run on QEMU")
     emulator = load_board(str(plan.emulator)).emulator
-    if emulator is None:
-        raise RunError(f"[run] emulator {plan.emulator} is not a QEMU machine board",
-                       hint=f"armgen update {record.root}")
+    if emulator is None or emulator.board != plan.emulator:
+        raise RunError(f"{record.path}: [run] emulator {plan.emulator} is not a QEMU machine board",
+                       hint=f"armgen update {record.root} plans it again")
+    if plan.standin and not (record.root / str(plan.image) / "armgen.toml").is_file():
+        raise RunError(f"the stand-in application {plan.image}/ `armgen run` builds is missing",
+                       hint=f"armgen update {record.root} renders it again")
     pcm = source = None
     if record.frontend is not None:
         pcm, source = _clip(record, input_file)
@@ -413,8 +423,15 @@ def run_project(
     from armgen.firmware import build as build_stage  # lazy: cmake/ninja wrappers
 
     say(f"building {record.name} for QEMU {emulator.qemu_machine}...")
-    built = build_stage.build_project(record.root / str(plan.image), progress=progress, rebuild=rebuild, size=False,
-                                      run_input=True)
+    try:
+        built = build_stage.build_project(record.root / str(plan.image), progress=progress, rebuild=rebuild,
+                                          size=False, run_input=True)
+    except WorkspaceError as exc:
+        if not (plan.standin and plan.firmware == "zephyr"):
+            raise
+        raise WorkspaceError(exc.message, hint=f"{exc.hint + '; or ' if exc.hint else ''}run a bare-metal "
+                             f"stand-in, which needs no Zephyr workspace: armgen update {record.root} --standin "
+                             "baremetal") from None
     elf, firmware = Path(built.elf), built.project.rtos or "baremetal"
     if pcm is not None:
         from armgen.firmware.audio_run import run_audio
@@ -479,11 +496,14 @@ def _cortex_m_hint(record: Any, board_name: str) -> str:
     import shlex
 
     model = record.model
-    source = (model.source if model is not None else "").removeprefix("sample:")
-    args = f" --model {source}" if source and not source.endswith(".pte") else ""
+    source = model.source if model is not None else ""
+    if source and not source.startswith("sample:"):
+        source = str(record.resolve(source))  # the record's paths are relative to the project, not to the shell
+    source = source.removeprefix("sample:")
+    args = f" --model {shlex.quote(source)}" if source and not source.endswith(".pte") else ""
     # the record's weights are a file, or the words UNTRAINED_WEIGHTS, which are no --weights argument
     if model is not None and model.weights and model.weights != UNTRAINED_WEIGHTS:
-        args += f" --weights {shlex.quote(model.weights)}"
+        args += f" --weights {shlex.quote(str(record.resolve(model.weights)))}"
     name = f"{record.name}_cpu"
     args += f" --rtos {record.rtos}" if record.rtos else ""
     args += " --standin baremetal" if record.rtos == "zephyr" else ""

@@ -170,7 +170,7 @@ def test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact(zapp, tmp_pat
 
     # Issue 42: a main with no armgen lines that never returns (it waits for a sensor): the product builds,
     # `armgen run` still checks the model at 0 LSB (its image is unchanged: only QEMU runs again).
-    from test_user_main import SENSOR_C, SENSOR_LOOP_MAIN
+    from test_update_firmware import SENSOR_C, SENSOR_LOOP_MAIN
 
     (project / "src" / "main.cpp").write_text(SENSOR_LOOP_MAIN)
     (project / "src" / "app" / "sensor.c").write_text(SENSOR_C)

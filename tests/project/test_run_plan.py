@@ -81,6 +81,36 @@ def test_the_plan_round_trips_and_a_bad_table_is_one_line(tmp_path):
         RunPlan.from_table({"on": "qemu"}, "x")
     with pytest.raises(ProjectError, match="--standin"):
         standin_rtos(load_board("corstone_300"), "zephyr", False, "4.4", "fvp")
+    for image in ("../x", "/etc", "build"):  # only the project itself or a stand-in inside it
+        with pytest.raises(ProjectError, match=r"\[run\] image must be"):
+            RunPlan.from_table({**plan.as_table(), "image": image}, "x")
+
+
+def test_a_broken_plan_blocks_only_run_and_says_how_to_mend_it(tmp_path):
+    project = _new(tmp_path, "qemu_mps3_an547", "kws-cortex-m55")
+    text = (project / "armgen.toml").read_text()
+    (project / "armgen.toml").write_text(text.replace('[run]\non = "qemu"', '[run]\non = "fvp"'))
+    rec = read_record(project / "armgen.toml")  # build, size and update still read the record
+    assert rec.run is None and rec.run_error is not None and "[run] on must be one of" in rec.run_error
+    r = armgen("run", str(project))
+    assert "[run] on must be one of" in one_error_line(r) and f"armgen update {project}" in r.stderr
+    r = armgen("run", str(tmp_path / "nope"))
+    assert "no such directory" in one_error_line(r)
+
+
+def test_update_refuses_to_trade_trained_weights_for_fixed_seed_ones(tmp_path):
+    from armgen.cli.update_cmd import _check_weights_kept
+    from armgen.errors import ModelError
+
+    project = _new(tmp_path, "qemu_mps3_an547", "kws-cortex-m55")  # the fixture: untrained weights
+    rec = read_record(project / "armgen.toml")
+    untrained = type("R", (), {"untrained_weights": True})()
+    _check_weights_kept(rec, untrained, offline=False)  # untrained before and after: fine
+    report = project / "model" / "kws.report.json"
+    report.write_text(report.read_text().replace('"untrained_weights": true', '"untrained_weights": false'))
+    with pytest.raises(ModelError, match="trained weights"):
+        _check_weights_kept(rec, untrained, offline=False)
+    _check_weights_kept(rec, untrained, offline=True)  # on purpose
 
 
 def test_a_record_without_a_plan_is_planned_when_nothing_needs_rendering(tmp_path):

@@ -22,11 +22,13 @@ from armgen.cli._console import err_console, out_console
 from armgen.cli.group import main
 from armgen.errors import ArmgenError, ProjectError, RunError
 from armgen.project.record import RECORD_FILE, ProjectRecord, read_record
-from armgen.project.run_plan import WHAT_A_RUN_CHECKS
+from armgen.project.run_plan import what_a_run_checks
 
 
 # ---- project record -----------------------------------------------------------------------------
 def _read_record(project: Path) -> ProjectRecord:
+    if not project.is_dir():
+        raise ProjectError(f"{project}: no such directory", hint="pass a project directory made by `armgen new`")
     toml_path = project / RECORD_FILE
     if not toml_path.is_file():
         raise ProjectError(
@@ -56,7 +58,7 @@ def _fmt_bytes(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> None:
+def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str, checks: str) -> None:
     say = lambda text="": out_console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
     say(f"program {rr.program} on QEMU {rr.machine} (-cpu {rr.qemu_cpu}), board {board.name}")
     say(f"firmware: {rr.firmware}" + (f" image for Zephyr board {rr.zephyr_board}" if rr.zephyr_board else " image")
@@ -68,7 +70,7 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str) -> 
     say(f"input: {rr.input_source}; {rr.runs} run(s){second}")
     if rr.reference_source:
         say(f"reference: {rr.reference_source}")
-    say(f"checks: {WHAT_A_RUN_CHECKS}")
+    say(f"checks: {checks}")
 
     t = Table(title="outputs vs reference")
     for col in ("output", "values", "max |diff|", "max diff (LSB)", "saturated"):
@@ -183,10 +185,10 @@ def run_command(
     if as_json:
         data = rr.to_dict()
         data["cpu"] = cpu_line
-        data["checks"] = WHAT_A_RUN_CHECKS
+        data["checks"] = what_a_run_checks(run.plan)
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
-        _print_report(rr, record, run.board, cpu_line)
+        _print_report(rr, record, run.board, cpu_line, what_a_run_checks(run.plan))
 
     overflow = [f for f in rr.errors if f.subject.startswith(("pool", "stack"))]
     if overflow:

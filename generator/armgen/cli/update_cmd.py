@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -82,7 +83,9 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
         raise ProjectError(f"{', '.join(unresolved)} still hold{'s' if len(unresolved) == 1 else ''} the conflict "
                            "markers of the last update", hint="resolve them (and delete the .mine copies), then update")
     source = record.model.source if record.model else ""
-    if model is None and source and not source.startswith("sample:"):
+    if model is None and source.startswith("sample:"):
+        model = source.removeprefix("sample:")  # the sample, whatever the project's name
+    elif model is None and source and not source.startswith("sample:"):
         if source.lower().endswith(".pte"):
             raise ProjectError("the project was made from a compiled .pte: pass --model with the new program or source")
         if not record.resolve(source).exists():
@@ -109,6 +112,7 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
             stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
             zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1", standin_choice=standin_choice,
         )
+    _check_weights_kept(record, made.spec.report, offline)
     plan = plan_update(root, record, made.rendered.files, old_render=_old_render(record))
     for note in plan.notes:
         _say(f"note: {note}")
@@ -197,3 +201,26 @@ def say_if_stale(project: Path | None) -> None:
         return
     if line:
         _say(line)
+
+
+def _check_weights_kept(record: Any, new_report: Any, offline: bool) -> None:
+    """A program made with trained weights is not replaced by one with the fixed-seed weights (no trained file
+    was found this time: $ARMGEN_MLPERF_DIR unset, no cache, no network) unless ``--offline`` says so.
+
+    Raises:
+        ModelError: the new program's weights are untrained and the committed one's were not.
+    """
+    from armgen.errors import ModelError
+    from armgen.model.program_report import ProgramReport
+
+    if not new_report.untrained_weights or offline:
+        return
+    try:
+        old = ProgramReport.load(record.model_path("report"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if not old.untrained_weights:
+        raise ModelError("the project's program has trained weights, and this update found none: it would commit "
+                         "a program with meaningless fixed-seed weights",
+                         hint="set ARMGEN_MLPERF_DIR or pass --weights FILE (or --offline to take the fixed-seed "
+                              "weights on purpose)")

@@ -32,6 +32,7 @@ from typing import Any
 from armgen.errors import BuildError, NoWorkspaceError, ProjectError, ToolchainError, WorkspaceError
 from armgen.firmware.build_log import first_build_error, first_cmake_error
 from armgen.firmware.compiler_cache import ccache_enabled, ccache_env, ccache_launcher
+from armgen.firmware.stack import example_main_unchanged, stack_emulator
 from armgen.paths import workspace_dir
 from armgen.project.record import ProjectRecord, load_project
 
@@ -221,29 +222,35 @@ def build_project(
     progress = progress or (lambda *a: None)
 
     auto_stack = record.stack_auto and not run_input
-    emulator = _stack_emulator(record) if auto_stack else None
+    emulator = stack_emulator(record.board_spec) if auto_stack else None
     shared = run_input and _has_run_target(record)
     build_dir, log_path = _prepare_build_dir(record, rebuild, run_input and not shared)
     if shared:
         log_path = build_dir / "armgen-build-run.log"
     start = time.monotonic()
-    # `armgen run`'s variant keeps the generated stack (the linker script's): it is a test harness,
-    # not the product. In the shared tree the product's ARMGEN_STACK_SIZE stays as it is.
+    # In the shared tree the run image links with the record's stack (a stand-in's tree is only built by
+    # `run`: it must follow `update --stack-size`); with stack = "auto" it keeps what `build` sized.
     stack = "" if (record.stack_auto or (run_input and not shared)) else str(record.memory.get("stack", ""))
     sizing = None
     # stack = "auto" measures `armgen run`'s image (armgen's main: yours may never return), built beside it
     targets: tuple[str, ...] = ((f"{record.name}_run",) if shared else
-                                (str(record.name), f"{record.name}_run") if auto_stack and _has_run_target(record)
+                                (str(record.name), f"{record.name}_run") if auto_stack and _measures_harness(record)
                                 else ())
     with open(log_path, "w") as log:
         counter = _NinjaProgress(progress)
         _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs,
-                             run_input and not shared, stack, targets=targets, product=not shared)
+                             run_input and not shared, stack, targets=targets,
+                             product=not shared or not record.stack_auto)
         if auto_stack:
             sizing = _size_stack(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, emulator)
     result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir,
                      run_variant=shared)
     return dataclasses.replace(result, stack=sizing)
+
+
+def _measures_harness(record: ProjectRecord) -> bool:
+    """``stack = "auto"`` measures `armgen run`'s image (the main is the user's; there is a run image)."""
+    return _has_run_target(record) and not example_main_unchanged(record.root, record.files)
 
 
 def _has_run_target(record: ProjectRecord) -> bool:
@@ -309,40 +316,19 @@ def _cached(build_dir: Path, name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _stack_emulator(record: ProjectRecord) -> Any:
-    """The QEMU machine that runs this project's own image, for ``stack = "auto"``.
-
-    Raises:
-        ProjectError: the board does not run on QEMU itself (its image cannot be measured here).
-    """
-    from armgen.boards import load_board
-
-    board = load_board(record.board_spec or "")
-    emulator = board.emulator
-    if emulator is None or emulator.board != board.name:
-        raise ProjectError(
-            f"stack = \"auto\" needs the image to run on QEMU, and board '{board.name}' does not",
-            hint="give armgen.toml [memory] stack in bytes (a QEMU board of the same CPU measures it: "
-                 "armgen run on its stand-in prints the high-water mark)",
-        )
-    return emulator
-
-
 def _size_stack(
     record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
     counter: _NinjaProgress, progress: Progress, jobs: int, emulator: Any,
 ) -> Any:
-    """``stack = "auto"``: :func:`armgen.firmware.stack.size_stack` on `armgen run`'s image (armgen's main:
-    yours may never return), relinking both images; a project without that image (written before it)
-    measures its product image, as then.
+    """``stack = "auto"``: :func:`armgen.firmware.stack.size_stack` on `armgen run`'s image (your main may
+    never return; both images relinked), or on the product image while it runs armgen's example main.
 
     Raises:
-        BuildError: the sized image used more stack than it reserves, or printed no stack line.
-        RunError: the image failed on QEMU.
+        BuildError / RunError: as :func:`armgen.firmware.stack.size_stack` raises them.
     """
     from armgen.firmware.stack import size_stack
 
-    harness = _has_run_target(record)
+    harness = _measures_harness(record)
     targets: tuple[str, ...] = (str(record.name), f"{record.name}_run") if harness else ()
     progress("stack", 0, 2, "measure")
 

@@ -7,16 +7,17 @@ calls every kernel through an ``OpFunction`` pointer from the kernel table
 virtual ``init``/``execute``, and newlib/libgcc come without ``.su`` files. So the bound armgen can
 state is the measured one, and the report says so (:data:`NO_STATIC_BOUND`):
 
-1. `armgen run`'s image (``build/<name>-run.elf``: armgen's harness main with the product's model
-   library, pools, platform, runtime and linker script) is linked with the stack the project was
-   generated with (8 KiB by default). Your ``main.cpp`` is not run: it may wait for a sensor for ever;
+1. the image is linked with the stack the project was generated with (8 KiB by default): the product
+   image while it runs armgen's example main (:func:`example_main_unchanged`), else `armgen run`'s image
+   (``build/<name>-run.elf``: armgen's harness main with the product's model library, pools, platform,
+   runtime and linker script). Your own ``main.cpp`` is never run: it may wait for a sensor for ever;
 2. it runs once on the board's own QEMU machine; the firmware paints its stack at reset and prints
    the high-water mark (``ARMGEN stack reserved=... used=...``, ``src/platform``; the line is
    described in :mod:`armgen.firmware.console_protocol`);
 3. the stack becomes :func:`sized_stack_bytes` of that mark (x :data:`STACK_MARGIN`, rounded up to
-   :data:`STACK_ALIGN`, plus :data:`USER_FRAMES_BYTES` for your main's own frames) through the linker
-   symbol ``__armgen_stack_size__``, and both images are relinked;
-4. the run image runs again: the mark must repeat and fit.
+   :data:`STACK_ALIGN`, plus :data:`USER_FRAMES_BYTES` for your main's own frames when the harness
+   image was measured) through the linker symbol ``__armgen_stack_size__``, and both images are relinked;
+4. the measured image runs again: the mark must repeat and fit.
 
 The margin covers what one QEMU run does not: exception frames pushed on the main stack by interrupts
 on the real board (32 B basic, 104 B with lazy FP state; Armv7-M/Armv8-M ARM, "Exception entry
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from armgen.errors import BuildError
+from armgen.errors import BuildError, ProjectError
 
 #: Headroom over the measured high-water mark.
 STACK_MARGIN = 1.25
@@ -137,6 +138,21 @@ def measure_high_water(
     return log.stack.reserved, log.stack.used
 
 
+def example_main_unchanged(root: Path, digests: dict[str, str]) -> bool:
+    """Whether the project's product image still runs armgen's example main: ``src/main.cpp`` has the
+    SHA-256 the record's ``[files]`` holds for it and ``src/app/`` has no sources. Then the product image
+    itself is measured (it returns, and its frames are the product's: no allowance); else `armgen run`'s
+    harness image, plus :data:`USER_FRAMES_BYTES`."""
+    import hashlib
+
+    main = root / "src" / "main.cpp"
+    want = digests.get("src/main.cpp")
+    if not want or not main.is_file() or hashlib.sha256(main.read_bytes()).hexdigest() != want:
+        return False
+    app = root / "src" / "app"
+    return not (app.is_dir() and any(p.suffix in (".c", ".cpp", ".S") for p in app.rglob("*")))
+
+
 def size_stack(elf: Path, emulator: object, relink: Callable[[int], None], build_dir: Path, *,
                harness: bool) -> StackSizing:
     """``[memory] stack = "auto"``: run ``elf`` (built with the generated stack) on QEMU, ``relink`` the
@@ -169,3 +185,24 @@ def size_stack(elf: Path, emulator: object, relink: Callable[[int], None], build
                          user_frames=USER_FRAMES_BYTES if harness else 0)
     sizing.write(build_dir)
     return sizing
+
+
+def stack_emulator(board_spec: str | None) -> object:
+    """The QEMU machine that runs a project's own image, for ``stack = "auto"`` (``board_spec``: the
+    record's board, :attr:`armgen.project.record.ProjectRecord.board_spec`).
+
+    Raises:
+        ProjectError: the board does not run on QEMU itself (its image cannot be measured here).
+        BoardError: the board cannot be loaded.
+    """
+    from armgen.boards import load_board
+
+    board = load_board(board_spec or "")
+    emulator = board.emulator
+    if emulator is None or emulator.board != board.name:
+        raise ProjectError(
+            f"stack = \"auto\" needs the image to run on QEMU, and board '{board.name}' does not",
+            hint="give armgen.toml [memory] stack in bytes (a QEMU board of the same CPU measures it: "
+                 "armgen run on its stand-in prints the high-water mark)",
+        )
+    return emulator

@@ -93,7 +93,8 @@ class ProjectRecord:
         files: ``[files]``: project-relative path -> SHA-256 (hex) of every file armgen wrote (the record
             itself left out); empty in a version 1 record.
         run: ``[run]``: how `armgen run` checks the project (:class:`armgen.project.run_plan.RunPlan`); None
-            in records written before run plans.
+            in records written before run plans, or when the table is unreadable (then ``run_error`` says
+            why: only `armgen run` needs it, and `armgen update` writes it again).
     """
 
     root: Path
@@ -118,6 +119,7 @@ class ProjectRecord:
     frontend: dict[str, Any] | None = None
     files: dict[str, str] = field(default_factory=dict)
     run: RunPlan | None = None
+    run_error: str | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -308,8 +310,19 @@ def _from_table(
         budgets=_table(data, "budgets", path, error) if "budgets" in data else None,
         frontend=_table(data, "frontend", path, error) if "frontend" in data else None,
         files={str(k): str(v) for k, v in _table(data, "files", path, error).items()},
-        run=RunPlan.from_table(_table(data, "run", path, error), str(path)) if "run" in data else None,
+        run=_run(data, path, error)[0],
+        run_error=_run(data, path, error)[1],
     )
+
+
+def _run(data: Mapping[str, Any], path: Path, error: type[ArmgenError]) -> tuple[RunPlan | None, str | None]:
+    """``(run, run_error)`` of the record: an unreadable ``[run]`` is kept as its error line."""
+    if "run" not in data:
+        return None, None
+    try:
+        return RunPlan.from_table(_table(data, "run", path, error), str(path)), None
+    except ArmgenError as exc:
+        return None, exc.message
 
 
 def _memory(table: dict[str, Any], path: Path, error: type[ArmgenError]) -> dict[str, int | str]:

@@ -19,6 +19,7 @@ platform and linker script): what a run proves is :data:`WHAT_A_RUN_CHECKS`, wha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from armgen.errors import ProjectError
@@ -26,11 +27,21 @@ from armgen.errors import ProjectError
 #: ``[run] on`` values.
 RUN_ON = ("qemu", "tosa-reference", "none")
 
-#: What a QEMU run proves, and what it does not (the README and the run report say it).
+#: What a QEMU run of the project's own image proves, and what it does not (the README and the run report).
 WHAT_A_RUN_CHECKS = (
     "the model, its kernels, pools, platform and linker script as linked for the product, run by armgen's "
     "harness main (src/armgen/armgen_run_main.cpp); not your main.cpp, src/app/ or drivers"
 )
+
+
+def what_a_run_checks(plan: RunPlan) -> str:
+    """One line: what carrying out ``plan`` proves, and what it does not."""
+    if not plan.standin:
+        return WHAT_A_RUN_CHECKS
+    rtos = "bare metal" if plan.firmware == "baremetal" else "Zephyr"
+    return (f"the program, its kernels and pools as planned for the QEMU board {plan.emulator} (a {rtos} stand-in, "
+            f"{plan.image}/), run by armgen's harness main; not the product's platform, linker script or RTOS "
+            "configuration, nor your main.cpp, src/app/ or drivers")
 
 
 @dataclass(frozen=True)
@@ -76,7 +87,12 @@ class RunPlan:
         plan = cls(on=on, image=table.get("image"), firmware=table.get("firmware"), emulator=table.get("emulator"),
                    why=table.get("why", ""))
         if on == "qemu" and not (plan.image and plan.emulator and plan.firmware in ("baremetal", "zephyr")):
-            raise ProjectError(f"{where}: [run] on = \"qemu\" needs image, firmware (baremetal or zephyr) and emulator")
+            raise ProjectError(f"{where}: [run] on = \"qemu\" needs image, firmware (baremetal or zephyr) and "
+                               f"emulator, not {table}")
+        image = PurePosixPath(plan.image or ".")
+        if plan.image is not None and (image.is_absolute() or ".." in image.parts
+                                       or not (plan.image == "." or image.parts[0] == "standin")):
+            raise ProjectError(f"{where}: [run] image must be \".\" or a stand-in under standin/, not {plan.image!r}")
         return plan
 
 
@@ -134,8 +150,8 @@ def plan_run(board: Any, *, rtos: str, npu: bool, standin: tuple[str, str] | Non
     if standin is not None:
         where, firmware = standin
         return RunPlan(on="qemu", image=where, firmware=firmware, emulator=emulator.board,
-                       why=f"the same program built {firmware.replace('baremetal', 'bare metal')} for the QEMU board "
-                           f"{emulator.board} (same CPU family; its memory map)")
+                       why=f"the same program in a {'bare-metal' if firmware == 'baremetal' else 'Zephyr'} "
+                           f"application for the QEMU board {emulator.board} (same CPU family; its memory map)")
     return RunPlan(on="qemu", image=".", firmware=rtos, emulator=emulator.board,
                    why=f"this project's own board is the QEMU machine {emulator.qemu_machine}")
 

@@ -1,5 +1,5 @@
-# Your application's sources: every .c, .cpp and .S file under src/app/ is compiled into the firmware
-# (on bare metal into both images, the product and `armgen run`'s variant; on Zephyr into the app).
+# Your application's sources: every .c, .cpp and .S file under src/app/ is compiled into the product
+# image with src/main.cpp (not into `armgen run`'s image, which has armgen's own main).
 # This file is yours: armgen writes it once, and `armgen update` keeps your edits (add include
 # directories, definitions or libraries below). CONFIGURE_DEPENDS: a new file is picked up by the
 # next build without re-running CMake by hand.

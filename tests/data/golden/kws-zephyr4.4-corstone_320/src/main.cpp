@@ -5,9 +5,9 @@
  * reads, ending in `ARMGEN done`; a failure prints `ARMGEN error <ErrorName> <where>` and exits with a
  * non-zero status).
  *
- * This file is yours: rewrite it or delete it (`armgen update` keeps your edits). `armgen run` never
- * builds it: it checks the model with its own main (src/armgen/armgen_run_main.cpp) linked to the same
- * model library, pools and platform, so it works whatever this file becomes.
+ * This file is yours: rewrite it (the product image needs a main; `armgen update` keeps your edits).
+ * `armgen run` never builds it: it checks the model with its own main (src/armgen/armgen_run_main.cpp)
+ * linked to the same model library, pools and platform, so it works whatever this file becomes.
  */
 #include <stddef.h>
 #include <stdint.h>
