@@ -136,3 +136,15 @@ def test_a_record_without_a_plan_is_planned_when_nothing_needs_rendering(tmp_pat
     line = one_error_line(r)
     assert "written before run plans" in line and "Traceback" not in r.stderr
     assert f"armgen update {real}" in r.stderr
+
+
+def test_update_names_a_new_run_plan_as_the_cause(tmp_path):
+    import tomllib
+
+    from armgen.project.update import causes
+
+    zephyr = _new(tmp_path / "a", "corstone_300", "kws-cortex-m55", rtos="zephyr", release="4.4", backend="cortex-m")
+    bare = _new(tmp_path / "b", "corstone_300", "kws-cortex-m55", rtos="zephyr", release="4.4", backend="cortex-m",
+                standin="baremetal")
+    found = causes(read_record(zephyr / "armgen.toml"), tomllib.loads((bare / "armgen.toml").read_text()), set(), set())
+    assert found["run"] == ["run plan qemu zephyr standin/qemu_mps3_an547 -> qemu baremetal standin/qemu_mps3_an547"]

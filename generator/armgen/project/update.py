@@ -172,7 +172,8 @@ def causes(
     old: ProjectRecord, new_record: dict[str, Any], old_ops: set[str], new_ops: set[str]
 ) -> dict[str, list[str]]:
     """Why armgen's render changed, by kind: ``board`` (board, RTOS, backend, target, Zephyr release),
-    ``program``, ``pools``, ``operators``, ``versions``, ``memory``.
+    ``program``, ``pools``, ``operators``, ``versions``, ``memory``, ``run`` (the run plan: a stand-in added,
+    removed or of another RTOS).
 
     Args:
         old: the project's record. new_record: the new ``armgen.toml`` as TOML data. old_ops / new_ops:
@@ -207,6 +208,12 @@ def causes(
         a, b = getattr(old, key), new_record.get(key)
         if a != b:
             out.setdefault("versions", []).append(f"{what} {a or '?'} -> {b}")
+    old_run = old.run.as_table() if old.run is not None else {}
+    new_run = {k: v for k, v in (new_record.get("run") or {}).items() if k != "why"}
+    if {k: v for k, v in old_run.items() if k != "why"} != new_run:
+        def plan(t: dict[str, Any]) -> str:
+            return "none" if not t else " ".join(str(t[k]) for k in ("on", "firmware", "image") if k in t)
+        out.setdefault("run", []).append(f"run plan {plan(old_run)} -> {plan(new_run)}")
     old_mem = {k: v for k, v in old.memory.items()}
     new_mem = new_record.get("memory") or {}
     for key in sorted((old_mem.keys() | new_mem.keys()) - {"method_allocator_bound"}):  # that one is the method pool
@@ -230,7 +237,7 @@ _FOLLOWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cmake/*", ("operators",)),
     ("src/armgen/*", ("program",)),
     ("src/main.cpp", ("program",)),
-    ("standin/*", ("program", "pools", "operators", "memory")),
+    ("standin/*", ("run", "program", "pools", "operators", "memory")),
 )
 
 
