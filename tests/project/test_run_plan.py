@@ -81,6 +81,8 @@ def test_the_plan_round_trips_and_a_bad_table_is_one_line(tmp_path):
         RunPlan.from_table({"on": "qemu"}, "x")
     with pytest.raises(ProjectError, match="--standin"):
         standin_rtos(load_board("corstone_300"), "zephyr", False, "4.4", "fvp")
+    with pytest.raises(ProjectError, match="has no key 'whyy'"):
+        RunPlan.from_table({**plan.as_table(), "whyy": "typo"}, "x")
     for image in ("../x", "/etc", "build"):  # only the project itself or a stand-in inside it
         with pytest.raises(ProjectError, match=r"\[run\] image must be"):
             RunPlan.from_table({**plan.as_table(), "image": image}, "x")

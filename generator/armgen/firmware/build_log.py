@@ -46,11 +46,23 @@ def first_build_error(log_path: Path) -> str:
         m = _ERROR_LINE.match(line.strip())
         if m:
             return f"compile failed: {m.group('file')}:{m.group('line')}: {m.group('msg')}"
-    for line in lines:
+    for i, line in enumerate(lines):
         m = _LD_ERROR.search(line)
+        if m and m.group(0).startswith("multiple definition"):
+            # ld names the second file on the line before: "ld: a.o (symbol from plugin): in function `main':"
+            where = re.search(r"ld: (\S+?)(?: \(symbol from plugin\))?: in function", lines[i - 1]) if i else None
+            first = re.search(r"; (\S+?)(?: \(symbol from plugin\))?:", line)
+            files = " and ".join(_source(g.group(1)) for g in (where, first) if g)
+            return f"link failed: {m.group(0).split(';')[0]}" + (f" ({files})" if files else "")
         if m and ("ld" in line or "undefined" in line or "region" in line):
             return f"link failed: {line.strip()}"
     for line in lines:
         if line.startswith("FAILED:"):
             return f"build failed: {line[len('FAILED:'):].strip()}"
     return "build failed (see the log)"
+
+
+def _source(obj: str) -> str:
+    """The source of a CMake object path (``CMakeFiles/x.dir/src/app/a.c.obj`` -> ``src/app/a.c``)."""
+    m = re.search(r"CMakeFiles/[^/]+\.dir/(.+)\.obj$", obj)
+    return m.group(1) if m else obj

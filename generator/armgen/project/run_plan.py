@@ -76,8 +76,12 @@ class RunPlan:
         """Read ``[run]``.
 
         Raises:
-            ProjectError: an unknown ``on``, a QEMU plan without ``image``/``emulator``, a value not a string.
+            ProjectError: an unknown key or ``on``, a QEMU plan without ``image``/``emulator``/``firmware``, an
+                ``image`` outside the project, a value not a string.
         """
+        unknown = sorted(set(table) - {"on", "image", "firmware", "emulator", "why"})
+        if unknown:
+            raise ProjectError(f"{where}: [run] has no key {unknown[0]!r} (keys: on, image, firmware, emulator, why)")
         bad = next((k for k, v in table.items() if not isinstance(v, str)), None)
         if bad is not None:
             raise ProjectError(f"{where}: [run] {bad!r} must be a string")

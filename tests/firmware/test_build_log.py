@@ -1,0 +1,28 @@
+"""The one line a failed build puts in its error (armgen.firmware.build_log), read from logs of real builds
+(the lines below are copied from arm-none-eabi-gcc 12.2 / ld logs of armgen projects)."""
+
+from __future__ import annotations
+
+from armgen.firmware.build_log import first_build_error
+
+#: A team's src/app/dup.c that defines a second main (LTO: "symbol from plugin"); ld named no cause before.
+DUPLICATE_MAIN = """\
+[170/171] Linking CXX executable mlp.elf
+FAILED: mlp.elf
+: && /usr/bin/arm-none-eabi-g++ -mthumb -mcpu=cortex-m55 ... CMakeFiles/mlp.dir/src/main.cpp.obj CMakeFiles/mlp.dir/src/app/dup.c.obj -o mlp.elf
+/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: CMakeFiles/mlp.dir/src/app/dup.c.obj (symbol from plugin): in function `main':
+(.text+0x0): multiple definition of `main'; CMakeFiles/mlp.dir/src/main.cpp.obj (symbol from plugin):(.text+0x0): first defined here
+collect2: error: ld returned 1 exit status
+"""
+
+
+def test_a_second_main_names_both_files(tmp_path):
+    log = tmp_path / "armgen-build.log"
+    log.write_text(DUPLICATE_MAIN)
+    assert first_build_error(log) == "link failed: multiple definition of `main' (src/app/dup.c and src/main.cpp)"
+
+
+def test_a_compile_error_names_its_file_and_line(tmp_path):
+    log = tmp_path / "armgen-build.log"
+    log.write_text("/p/src/main.cpp:12:3: error: 'this_is_not_cpp' was not declared in this scope\nFAILED: x\n")
+    assert first_build_error(log) == "compile failed: /p/src/main.cpp:12: 'this_is_not_cpp' was not declared in this scope"
