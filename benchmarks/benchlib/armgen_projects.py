@@ -64,6 +64,13 @@ def backfill_product_runs(results: dict[str, Any], cache: Path) -> None:
                     e["product_run"], e["instructions_product"] = pr, pr["instructions"]
 
 
+def activation_lower_bound(proj: Path) -> int | None:
+    """The program report's activation lower bound (bytes; armgen.model.activation_bound): the planned tensors
+    live at once at the busiest instruction, which no plan of the graph beats. None in older reports."""
+    reports = sorted((proj / "model").glob("*.report.json"))
+    return json.loads(reports[0].read_text()).get("activation_lower_bound") if reports else None
+
+
 def method_pool_breakdown(proj: Path) -> dict[str, int]:
     """The method pool's bytes by allocation kind (armgen.model.method_allocator's replay of the project's .pte)."""
     import tomllib
@@ -192,6 +199,7 @@ class Armgen:
                 "product_run": (product := product_run(proj)),
                 "instructions_product": (product or {}).get("instructions"),
                 "method_pool_breakdown": method_pool_breakdown(proj),
+                "activation_lower_bound": activation_lower_bound(proj),
                 "max_lsb_diff": runrep.get("max_lsb_diff"),
             })
             e["commands"]["components"] = COMPONENTS_HOW.format(elf=elf, board=MACHINES[machine], map=mp)

@@ -35,6 +35,8 @@ def _main_row(label: str, a: dict[str, Any], t: dict[str, Any]) -> list[str]:
     planned = [v for k, v in pools.items() if k.startswith("planned_")]
     planned_cell = f"{n(sum(p['reserved'] for p in planned))} / {n(sum(p['used'] for p in planned))}" \
         if planned else "–"
+    if planned and a.get("activation_lower_bound") is not None:
+        planned_cell += f" (bound {n(a['activation_lower_bound'])})"
     method_cell = (f"{n(pools['method']['reserved'])} / {n(pools['method']['used'])}" if "method" in pools else "–") \
         + (f" + {n(pools['temp']['reserved'])} / {n(pools['temp']['used'])}" if "temp" in pools else "")
     return [
@@ -63,13 +65,15 @@ def main_table(res: dict[str, Any]) -> list[str]:
                 continue
             rows.append(_main_row(f"{s} / {m}", a or {}, t or {}))
     L.append(table(["sample / machine", "flash armgen", "flash TFLM", "flash excl. model armgen", "excl. model TFLM",
-                    "static RAM armgen", "static RAM TFLM", "planned pools reserved / used",
+                    "static RAM armgen", "static RAM TFLM", "planned pools reserved / used (lower bound)",
                     "method + temp pools reserved / used", "TFLM arena reserved / used",
                     "stack high-water armgen / TFLM", "instructions armgen", "instructions TFLM",
                     "instr. armgen/TFLM"], rows))
     L.append("\nAll sizes in bytes. No sample has a temp pool: ExecuTorch's operator-lookup scratch during "
              "`load_method` (28 B asked per kernel argument) borrows the start of the planned pool, idle until the "
-             "first execute (`armgen.toml` `[memory] load_scratch`). armgen's instructions are the product image's "
+             "first execute (`armgen.toml` `[memory] load_scratch`). The lower bound is the program report's "
+             "`activation_lower_bound`: the planned tensors live at once at the busiest instruction, which no memory "
+             "plan of the graph beats (armgen.model.activation_bound). armgen's instructions are the product image's "
              "(its check run in `armgen build`: the input is written in place before SysTick starts, as in TFLM's "
              "runner); "
              "`armgen run`'s variant, which copies the sample input inside the timed call, is `instructions` in "
