@@ -233,16 +233,17 @@ def build_project(
     stack = "" if (record.stack_auto or (run_input and not shared)) else str(record.memory.get("stack", ""))
     sizing = None
     # stack = "auto" measures `armgen run`'s image (armgen's main: yours may never return), built beside it
-    targets: tuple[str, ...] = ((f"{record.name}_run",) if shared else
-                                (str(record.name), f"{record.name}_run") if auto_stack and _measures_harness(record)
-                                else ())
+    harness = auto_stack and _measures_harness(record)
+    both: tuple[str, ...] = (str(record.name), f"{record.name}_run")
+    targets: tuple[str, ...] = (f"{record.name}_run",) if shared else both if harness else ()
     with open(log_path, "w") as log:
         counter = _NinjaProgress(progress)
         _configure_and_build(record, ws, tools, build_dir, log, log_path, counter, progress, jobs,
                              run_input and not shared, stack, targets=targets,
                              product=not shared or not record.stack_auto)
         if auto_stack:
-            sizing = _size_stack(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, emulator)
+            sizing = _size_stack(record, ws, tools, build_dir, log, log_path, counter, progress, jobs, emulator,
+                                 harness)
     result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir,
                      run_variant=shared)
     return dataclasses.replace(result, stack=sizing)
@@ -318,17 +319,16 @@ def _cached(build_dir: Path, name: str) -> str | None:
 
 def _size_stack(
     record: ProjectRecord, ws: Path, tools: dict[str, Path], build_dir: Path, log: Any, log_path: Path,
-    counter: _NinjaProgress, progress: Progress, jobs: int, emulator: Any,
+    counter: _NinjaProgress, progress: Progress, jobs: int, emulator: Any, harness: bool,
 ) -> Any:
-    """``stack = "auto"``: :func:`armgen.firmware.stack.size_stack` on `armgen run`'s image (your main may
-    never return; both images relinked), or on the product image while it runs armgen's example main.
+    """``stack = "auto"``: :func:`armgen.firmware.stack.size_stack` on `armgen run`'s image (``harness``: your
+    main may never return; both images relinked), or on the product image while it runs armgen's example main.
 
     Raises:
         BuildError / RunError: as :func:`armgen.firmware.stack.size_stack` raises them.
     """
     from armgen.firmware.stack import size_stack
 
-    harness = _measures_harness(record)
     targets: tuple[str, ...] = (str(record.name), f"{record.name}_run") if harness else ()
     progress("stack", 0, 2, "measure")
 

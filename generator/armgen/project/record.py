@@ -296,6 +296,7 @@ def _from_table(
             raise error(f"{path}: {key!r} must be a string, not {value!r}")
         return value
 
+    run, run_error = _run(data, path, error)
     return ProjectRecord(
         root=path.parent.resolve(),
         schema_version=version,
@@ -310,8 +311,8 @@ def _from_table(
         budgets=_table(data, "budgets", path, error) if "budgets" in data else None,
         frontend=_table(data, "frontend", path, error) if "frontend" in data else None,
         files={str(k): str(v) for k, v in _table(data, "files", path, error).items()},
-        run=_run(data, path, error)[0],
-        run_error=_run(data, path, error)[1],
+        run=run,
+        run_error=run_error,
     )
 
 
