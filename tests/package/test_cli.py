@@ -45,8 +45,11 @@ def test_ctrl_c_is_its_own_status_in_one_line(tmp_path: Path) -> None:
         proc = subprocess.Popen([*_armgen_cmd(), "weights", "fetch", "kws"], env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            conn, _ = listener.accept()  # armgen is inside `weights fetch`, waiting for the answer
+            conn, _ = listener.accept()
             with conn:
+                conn.settimeout(120)
+                request = conn.recv(4096)  # armgen sent its GET: it is inside `weights fetch`, waiting for the answer
+                assert request.startswith(b"GET "), request
                 proc.send_signal(signal.SIGINT)
                 out, err = proc.communicate(timeout=120)
         finally:

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -139,18 +140,44 @@ def test_a_conflicting_edit_gets_markers_the_saved_copy_and_exit_1(project, two_
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_the_middle_leaves_the_project_byte_identical(project):
+def test_ctrl_c_in_the_middle_leaves_the_project_byte_identical(project, tmp_path):
+    """SIGINT while torch.export traces the new model: exit 130, the project and its directory untouched.
+
+    The model's forward announces itself (a file) and then waits, so the signal lands inside the compile on
+    any machine (a fixed delay after "compiling" raced the compile of a small model under CPU contention).
+    """
     _edit_main(project)
     before = tree(project)
+    tracing = tmp_path / "tracing"
+    slow = tmp_path / "models" / "slow_v3.py"
+    slow.parent.mkdir()
+    slow.write_text((MODELS / "update_v3.py").read_text() + textwrap.dedent(f"""
+
+        _forward = Residual.forward
+
+
+        def _announced_forward(self, x):
+            import pathlib
+            import time
+            pathlib.Path({str(tracing)!r}).touch()
+            time.sleep(120)
+            return _forward(self, x)
+
+
+        Residual.forward = _announced_forward
+        """))
     exe = Path(sys.executable).with_name("armgen")
-    proc = subprocess.Popen([str(exe), "update", str(project), "--model", str(MODELS / "update_v3.py")],
+    proc = subprocess.Popen([str(exe), "update", str(project), "--model", str(slow)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    line = proc.stderr.readline()  # "compiling ..." : the export is under way (ExecuTorch's import first: seconds)
-    assert "compiling" in line, line
-    time.sleep(1)
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 240
+        while not tracing.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert tracing.exists(), proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, err
     assert "armgen: interrupted" in err
     assert tree(project) == before
