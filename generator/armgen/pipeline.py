@@ -83,7 +83,7 @@ def new_project(
         from armgen.model.model_spec import check_model_spec
 
         check_model_spec(model)  # the model file exists (no torch imported): before the compile, not after
-    audio = _frontend(frontend, model or name, rtos) if frontend is not None else None
+    audio = _frontend(frontend, model or name) if frontend is not None else None
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
     dest = project_dir.expanduser().resolve() if project_dir is not None else out_dir.expanduser().resolve() / name
@@ -194,24 +194,23 @@ def _standin(spec, report, pte_path, report_path, source, weights, stack_size, s
     return make_spec(
         report, qemu, name=spec.name, pte_path=pte_path, report_path=report_path, board_ref=qemu.name,
         rtos="zephyr" if rtos == "zephyr" else "baremetal", backend=spec.backend, model_source=source, weights=weights,
-        stack_size=stack_size, zephyr=zephyr, allow_cpu_mismatch=True,
+        stack_size=stack_size, zephyr=zephyr, allow_cpu_mismatch=True, frontend=spec.frontend,
+        class_labels=spec.class_labels,
     )
 
 
-def _frontend(kind: str, source: str, rtos: str) -> tuple[Any, tuple[str, ...]]:
+def _frontend(kind: str, source: str) -> tuple[Any, tuple[str, ...]]:
     """The front end ``source`` declares, checked before anything is compiled: (front end, class labels).
 
     Raises:
-        ProjectError: an unknown kind, a Zephyr project, a source that declares none or another kind.
+        ProjectError: an unknown kind, a source that declares none or another kind.
         ModelError: the declaration is malformed (see :func:`armgen.model.frontend.frontend_from_declaration`).
     """
     from armgen.model.frontend import FRONTEND_KINDS, frontend_from_declaration
     from armgen.model.model_source import declared_frontend
-    from armgen.project.options import check_frontend_rtos
 
     if kind not in FRONTEND_KINDS:
         raise ProjectError(f"--frontend {kind!r} is not one of: {', '.join(FRONTEND_KINDS)}")
-    check_frontend_rtos(rtos)
     decl, labels = declared_frontend(source)
     if decl is None:
         raise ProjectError(f"{source} declares no front end (a module-level FRONTEND = {{'kind': '{kind}', ...}})",
@@ -440,7 +439,7 @@ def run_project(
         assert record.frontend is not None
         audio = run_audio(elf, report, emulator, frontend_from_record(record.frontend), pcm,
                           report_dir=report_path.parent, labels=labels, input_source=str(source), timeout=timeout,
-                          log_path=elf.parent / "run" / "qemu-audio.log")
+                          log_path=elf.parent / "run" / "qemu-audio.log", firmware=firmware)
         return ProjectRun("audio", audio, board, emulator, report, plan, labels)
     from armgen.firmware.run import run_firmware
 

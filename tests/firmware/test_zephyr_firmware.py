@@ -12,6 +12,8 @@ kernel registration and the pools). The STM32F4 application is a clean build of 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -118,6 +120,69 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     ok(armgen("build", str(project)), "armgen build (nothing changed)")
     log = (project / "build" / "armgen-build.log").read_text()
     assert "generating a build system" not in log and "Linking" not in log, log[-2000:]
+
+
+@pytest.mark.workspace
+@needs_zephyr
+def test_kws_with_the_mfcc_front_end_hears_a_spoken_word(zapp, tmp_path):
+    """kws with `--frontend mfcc` as a Zephyr application (issue 44): CMSIS-DSP from the workspace compiled into
+    the app, the same generated C as bare metal; `armgen run --input word.wav` on the Zephyr image: features
+    within 1 LSB of the host pipeline, outputs 0 LSB, the host's label (with the trained weights: the word).
+    In the shared directory after the kws test: the front end, CMSIS-DSP and a reconfigure are the rebuild."""
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
+    clip = tmp_path / "yes.wav"
+    subprocess.run([exe, "-w", str(clip), "yes"], check=True, capture_output=True, timeout=60)
+    ok(armgen("new", "zapp", "--model", "kws", "--board", "qemu_mps3_an547", "--rtos", "zephyr", "--zephyr-release",
+              RELEASE, "--frontend", "mfcc", "--out", str(zapp), "--force"), "armgen new --frontend mfcc")
+    project = zapp / "zapp"
+    west_yml = (project / "west.yml").read_text()
+    assert "- name: cmsis-dsp" in west_yml and "path: modules/lib/cmsis-dsp" in west_yml  # a plain west update gets it
+    r = armgen("run", str(project), "--input", str(clip), "--json")
+    ok(r, "armgen run --input yes.wav")
+    report = json.loads(r.stdout)
+    assert report["firmware"] == "zephyr" and report["elf"].endswith("build/run-input/zephyr/zephyr.elf")
+    assert report["passed"] and report["features_max_lsb"] <= 1, report["findings"]
+    assert all(o["max_lsb_diff"] == 0 for o in report["outputs"])
+    assert report["label"] == report["host_label"]
+    assert report["frontend_instructions"] > 0 and report["network_instructions"] > 0
+    from armgen.model.model_source import mlperf_dir
+
+    weights = mlperf_dir()
+    if weights is not None and (weights / "kws_ref_model_float32.tflite").is_file():
+        assert report["label"] == "yes", report["label"]  # 0.897 on 2026-12-06, as bare metal
+    text = ANSI.sub("", ok(armgen("run", str(project), "--input", str(clip)), "armgen run"))
+    assert "mfcc front end, Zephyr image on QEMU mps3-an547" in text
+
+
+def test_a_front_end_without_cmsis_dsp_in_the_workspace_is_one_line(tmp_path):
+    """A Zephyr project with a front end against a workspace that has no CMSIS-DSP (one made before the manifest
+    pinned it): exit 2, one line naming the directory and the init that brings it, before CMake runs."""
+    real = Path.home() / ".local" / "share" / "armgen" / f"workspace-zephyr-{RELEASE}"
+    if not (real / "zephyr").is_dir():
+        pytest.skip(f"no Zephyr {RELEASE} workspace at {real}: the check runs after the workspace is found")
+    ws = tmp_path / "ws"
+    (ws / "modules" / "lib").mkdir(parents=True)
+    for part in (".west", ".armgen", "armgen-manifest", "zephyr"):
+        if (real / part).exists():
+            (ws / part).symlink_to(real / part)
+    for lib in (real / "modules" / "lib").iterdir():
+        if lib.name != "cmsis-dsp":
+            (ws / "modules" / "lib" / lib.name).symlink_to(lib)
+    for other in (real / "modules").iterdir():
+        if other.name != "lib":
+            (ws / "modules" / other.name).symlink_to(other)
+    proj, record = _record_only_project(tmp_path, RELEASE, "mps3/an547")
+    record += '\n[frontend]\nkind = "mfcc"\n'
+    (proj / "armgen.toml").write_text(record)
+    r = armgen("build", "--workspace", str(ws), str(proj))
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in ANSI.sub("", r.stderr).strip().splitlines() if ln.startswith(("armgen:", "hint:"))]
+    assert lines[0] == (f"armgen: error: project p has an audio front end (mfcc) and the workspace {ws} has no "
+                        f"CMSIS-DSP at {ws / 'modules' / 'lib' / 'cmsis-dsp'}"), lines
+    assert f"armgen workspace init {ws} --zephyr --zephyr-release {RELEASE}" in lines[1]
+    assert (proj / "armgen.toml").read_text() == record and not (proj / "build").exists()
 
 
 @pytest.mark.workspace

@@ -16,8 +16,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import textwrap
+import time
 import tomllib
 from pathlib import Path
 

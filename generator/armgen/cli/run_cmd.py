@@ -237,7 +237,9 @@ def _print_audio(run: Any, record: ProjectRecord, cpu_line: str, as_json: bool) 
         click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
         say = lambda text="": out_console.print(text, markup=False, highlight=False, soft_wrap=True)  # noqa: E731
-        say(f"program {report.name} with its {frontend.kind} front end on QEMU {rr.machine}, board {board.name}")
+        image = "Zephyr image" if rr.firmware == "zephyr" else "bare-metal image"
+        say(f"program {report.name} with its {frontend.kind} front end, {image} on QEMU {rr.machine}, "
+            f"board {board.name}")
         say(cpu_line)
         say(f"input: {rr.input_source} ({rr.clip_samples} samples at {frontend.sample_rate} Hz)")
         say(f"heard: {rr.label} (score {rr.score:.3f}); the host pipeline + lowered program: {rr.host_label}")

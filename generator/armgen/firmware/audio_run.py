@@ -59,6 +59,7 @@ class AudioRunReport:
         findings, passed: as :class:`armgen.firmware.run_report.RunReport`.
         quality: the firmware's outputs against the float model on the host's float features
             (:mod:`armgen.model.quality` figures; empty when no float model was saved).
+        firmware: ``baremetal`` or ``zephyr``: what kind of image ran.
     """
 
     elf: str
@@ -76,6 +77,7 @@ class AudioRunReport:
     findings: tuple[Finding, ...]
     passed: bool
     quality: tuple[dict[str, Any], ...] = ()
+    firmware: str = "baremetal"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``armgen run --json``)."""
@@ -122,7 +124,7 @@ def top_class(values: np.ndarray, report: ProgramReport, labels: tuple[str, ...]
 def run_audio(
     elf: Path, report: ProgramReport, emulator: Emulator, frontend: MfccFrontend, pcm: np.ndarray, *,
     report_dir: Path, labels: tuple[str, ...] = (), input_source: str = "clip", timeout: float = 60.0,
-    log_path: Path | None = None,
+    log_path: Path | None = None, firmware: str = "baremetal",
 ) -> AudioRunReport:
     """Run one clip through a front-end firmware on QEMU and check features and outputs.
 
@@ -130,6 +132,7 @@ def run_audio(
         elf: armgen run's variant (reads ``input.bin``). report: the program report. pcm: int16
             samples at ``frontend.sample_rate`` (cut or padded to one clip here).
         report_dir: directory the report's files are relative to. labels: output class names.
+        firmware: ``baremetal`` or ``zephyr`` (recorded in the report; the console protocol is the same).
 
     Returns:
         AudioRunReport: mismatches are findings of severity "error" (``passed`` False).
@@ -181,6 +184,7 @@ def run_audio(
         label=label, score=score, host_label=host_label,
         frontend_instructions=instructions(log.frontend_ticks), network_instructions=instructions(log.ticks),
         findings=tuple(findings), passed=not any(f.severity == "error" for f in findings), quality=quality,
+        firmware=firmware,
     )
 
 

@@ -218,6 +218,11 @@ def build_project(
         raise ProjectError(f"{record.path}: unknown rtos '{record.rtos}'")
     tools = find_toolchain()
     ws = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
+    if record.frontend is not None:
+        from armgen.workspace.layout import Workspace, require_cmsis_dsp
+
+        require_cmsis_dsp(Workspace(ws), f"project {record.name} has an audio front end "
+                          f"({record.frontend.get('kind', 'mfcc')})")
     warnings = check_program_compatibility(record, ws)
     progress = progress or (lambda *a: None)
 
@@ -533,10 +538,12 @@ def _build_zephyr(
     requirements, and ``flatc`` is the executorch wheel's.
 
     Raises:
-        WorkspaceError: no Zephyr in the workspace, or another Zephyr release than the project's.
+        WorkspaceError: no Zephyr in the workspace, or another Zephyr release than the project's; a project with
+            an audio front end and no CMSIS-DSP in the workspace.
         ToolchainError, BuildError: as :func:`build_project`.
     """
     from armgen.workspace import Workspace, check_zephyr_workspace, default_release, find_zephyr_workspace
+    from armgen.workspace.layout import require_cmsis_dsp
 
     progress = progress or (lambda *a: None)
     explicit = Path(workspace) if workspace else None
@@ -551,6 +558,9 @@ def _build_zephyr(
             "mirrors), or build it with plain `west build` in a west workspace made from the project's west.yml",
         ) from exc
     tree_warnings = check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
+    cmsis_dsp = (require_cmsis_dsp(Workspace(ws_root), f"project {record.name} has an audio front end "
+                                   f"({record.frontend.get('kind', 'mfcc')})", record.zephyr_release)
+                 if record.frontend is not None else None)
     target = record.zephyr_target or ""
     if not target:
         raise ProjectError(f"{record.path}: no zephyr_target", hint="regenerate: armgen update")
@@ -572,6 +582,8 @@ def _build_zephyr(
            *([] if ccache_enabled() else ["-DUSE_CCACHE=0"])]
     if record.backend == "ethos-u":  # the driver the generated CMakeLists makes ExecuTorch's SDK view of
         cmd.append(f"-DARMGEN_ETHOS_U_DRIVER={Workspace(ws_root).ethos_u_dir}")
+    if cmsis_dsp is not None:  # the MFCC front end's library (the generated CMakeLists compiles it)
+        cmd.append(f"-DARMGEN_CMSIS_DSP={cmsis_dsp}")
     flatc = flatc_path()
     if flatc is not None:
         cmd.append(f"-DFLATC_EXECUTABLE={flatc}")

@@ -164,25 +164,12 @@ def reads_input_file(board: Board, rtos: str) -> bool:
     return board.baremetal.console == "semihosting"
 
 
-def check_frontend_rtos(rtos: str) -> None:
-    """The front end is generated for bare-metal projects only, for now.
-
-    Raises:
-        ProjectError: ``rtos`` is not ``baremetal``.
-    """
-    if rtos != "baremetal":
-        raise ProjectError("--frontend is generated for bare-metal projects only (not yet for Zephyr)",
-                           hint="add --rtos baremetal")
-
-
 def check_frontend(frontend: MfccFrontend, report: ProgramReport, rtos: str) -> None:
     """Check an audio front end can feed the program.
 
     Raises:
-        ProjectError: a Zephyr project (:func:`check_frontend_rtos`); a program that does not take one
-            quantized int8 input of ``num_frames x num_mfcc`` elements.
+        ProjectError: a program that does not take one quantized int8 input of ``num_frames x num_mfcc`` elements.
     """
-    check_frontend_rtos(rtos)
     want = frontend.num_frames * frontend.num_mfcc
     ins = report.inputs
     if len(ins) != 1 or ins[0].dtype != "int8" or ins[0].scale is None or ins[0].zero_point is None:

@@ -151,6 +151,9 @@ ZEPHYR_DTS: Mapping[str, DtsFacts] = _BoardFileFacts()
 
 #: armgen manifest projects the Zephyr application pins itself (``modules/west.yml``), in order.
 APP_PROJECTS = ("executorch", "flatbuffers", "flatcc", "json", "gflags", "cmsis-nn")
+#: ... and those of an application with an audio front end (``--frontend``): Arm's CMSIS-DSP, at
+#: ``modules/lib/cmsis-dsp`` where the application's CMakeLists.txt looks for it.
+FRONTEND_PROJECTS = ("cmsis-dsp",)
 
 
 def normalise_board_target(target: str) -> str:
@@ -413,7 +416,7 @@ def zephyr_context(spec: ProjectSpec) -> dict[str, Any]:
         "sections_noinit": noinit,
         "sections_region": region_sections,
         "model_section": model_section,
-        "west": west_projects(board, release),
+        "west": west_projects(board, release, frontend=spec.frontend is not None),
         "dcache": dcache,
         "npu_kconfig": npu_choice,
         # The application supplies the Ethos-U driver's D-cache hooks where Zephyr does not (no
@@ -662,11 +665,12 @@ def _overlay(spec: ProjectSpec, facts: DtsFacts, sram: str, new_nodes: dict[str,
     return overlay
 
 
-def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
+def west_projects(board: Board, release: ZephyrRelease, *, frontend: bool = False) -> dict[str, Any]:
     """The west projects of a generated application, from armgen's pinned manifests.
 
     Zephyr comes from the release's manifest (``modules/zephyr/<release>.yml``), the application's own
-    projects (:data:`APP_PROJECTS`) from ``modules/west.yml``.
+    projects (:data:`APP_PROJECTS`, and with ``frontend`` the CMSIS-DSP of the MFCC front end,
+    :data:`FRONTEND_PROJECTS`) from ``modules/west.yml``.
 
     Returns:
         dict: ``zephyr`` (ProjectPin of Zephyr), ``allowlist`` (Zephyr's projects imported by name:
@@ -680,7 +684,7 @@ def west_projects(board: Board, release: ZephyrRelease) -> dict[str, Any]:
     zephyr = next(p for p in load_manifest(release.manifest) if p.name == "zephyr")
     hals = board.zephyr.hal_modules if board.zephyr else ()
     allow = sorted(set(release.allowlist) | set(hals))
-    projects = [pins[n] for n in APP_PROJECTS if n in pins]
+    projects = [pins[n] for n in APP_PROJECTS + (FRONTEND_PROJECTS if frontend else ()) if n in pins]
     remotes = {}
     for p in [zephyr, *projects]:
         remotes[p.owner] = p.url.rsplit("/", 1)[0]

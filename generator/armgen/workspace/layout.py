@@ -69,6 +69,11 @@ class Workspace:
         return self.project_dir("cmsis_6")
 
     @property
+    def cmsis_dsp_dir(self) -> Path:
+        """CMSIS-DSP (Arm's repository, sparse: Include, PrivateInclude, Source) of the MFCC front end."""
+        return self.project_dir("cmsis-dsp")
+
+    @property
     def ethos_u_dir(self) -> Path:
         """Ethos-U core driver (zephyrproject-rtos/hal_ethos_u)."""
         return self.project_dir("hal_ethos_u")
@@ -144,3 +149,23 @@ def write_atomic(path: Path, text: str) -> None:
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
 
+
+
+def require_cmsis_dsp(ws: Workspace, needed_by: str, zephyr_release: str | None = None) -> Path:
+    """The workspace's CMSIS-DSP tree (what an audio front end compiles), checked before CMake runs.
+
+    Args:
+        ws: the workspace. needed_by: who needs it, for the message ("project kws has an audio front end
+            (mfcc)"). zephyr_release: the project's Zephyr release, for the hint's init command.
+
+    Raises:
+        WorkspaceError: no ``Include/arm_math.h`` under the workspace's ``cmsis-dsp`` project (a workspace made
+            before the manifest pinned it, or a hand-made one): one line naming the directory.
+    """
+    dsp = ws.cmsis_dsp_dir
+    zephyr = f" --zephyr --zephyr-release {zephyr_release}" if zephyr_release else ""
+    if not (dsp / "Include" / "arm_math.h").is_file():
+        raise WorkspaceError(f"{needed_by} and the workspace {ws.root} has no CMSIS-DSP at {dsp}",
+                             hint=f"armgen workspace init {ws.root}{zephyr} brings the workspace up to date "
+                             "(modules/west.yml pins cmsis-dsp)")
+    return dsp
