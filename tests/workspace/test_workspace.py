@@ -300,6 +300,13 @@ def test_real_init_checks_out_the_bare_metal_set(real_workspace):
     assert ws.program_file_identifier() == "ET12"
     assert find_workspace(ws.root) == ws
     assert ws.mirror == MIRROR
+    # armgen's patches (modules/patches/) applied to the fresh checkouts, and shown as such
+    from armgen.workspace.patches import source_patches
+
+    assert {p.name: real_workspace.actions.get(p.name) for p in source_patches()} == {
+        p.name: "patched" for p in source_patches()}
+    assert {(name, state) for name, _module, state, _saves in st.patches} == {
+        (p.name, "applied") for p in source_patches()}
 
 
 @pytest.mark.workspace

@@ -172,6 +172,10 @@ def status_cmd(ctx: click.Context, directory: Path | None, as_json: bool) -> Non
         if st.program_file_identifier:
             extra.append(f"program identifier {st.program_file_identifier}")
         out_console.print(f"total {_size(total)}" + (", " + ", ".join(extra) if extra else ""))
+        for name, module, state, saves in st.patches:  # armgen's patches (modules/patches/patches.yml)
+            color = "green" if state == "applied" else "yellow"
+            out_console.print(f"patch {module}/{name}: [{color}]{state}[/] ({saves})", soft_wrap=True,
+                              highlight=False)
         for problem in st.problems:
             out_console.print(f"[red]{problem}[/]", soft_wrap=True)
     if not st.complete:

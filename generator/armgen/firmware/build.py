@@ -143,7 +143,8 @@ def resolve_workspace(explicit: Path | str | None = None, *, ethos_u: bool = Fal
 
 def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, ...]:
     """Check the project's program against the workspace's runtime (identifier and version from the
-    program's report; see :func:`armgen.workspace.check_file_identifier`).
+    program's report; see :func:`armgen.workspace.check_file_identifier`) and the runtime for armgen's patches
+    (:func:`armgen.workspace.patches.missing_patch_warnings`).
 
     Returns:
         warnings (tuple of one-line strings).
@@ -153,13 +154,15 @@ def check_program_compatibility(record: ProjectRecord, ws: Path) -> tuple[str, .
     """
     from armgen.model.program_report import ProgramReport
     from armgen.workspace import Workspace, check_file_identifier
+    from armgen.workspace.patches import missing_patch_warnings
 
+    patches = missing_patch_warnings(Workspace(ws))  # armgen's runtime patches (modules/patches/)
     report_path = record.model_path("report")
     try:
         pte_id, made_with = ProgramReport.identity(report_path)
     except (OSError, ValueError, KeyError):
-        return (f"cannot read {report_path}; the program's file identifier was not checked",)
-    return tuple(check_file_identifier(Workspace(ws), pte_id, "the program", made_with))
+        return (f"cannot read {report_path}; the program's file identifier was not checked", *patches)
+    return (*check_file_identifier(Workspace(ws), pte_id, "the program", made_with), *patches)
 
 
 def flatc_path() -> Path | None:

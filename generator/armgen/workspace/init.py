@@ -48,6 +48,7 @@ from armgen.workspace.manifest import (
     select_projects,
     validate_mirror_template,
 )
+from armgen.workspace.patches import apply_patches
 from armgen.workspace.releases import default_release
 from armgen.workspace.status import workspace_status
 
@@ -124,7 +125,8 @@ def init_workspace(
     commit, a sparse checkout where :data:`SPARSE_PATTERNS` has patterns, into a temporary directory
     renamed into place. A project already at its commit is left alone; one at another commit is fetched
     and checked out in place. Inactive ExecuTorch host dependencies (group ``et-host-deps``) get a marked
-    empty CMakeLists.txt. Finally ``.west/config``, ``armgen-manifest/west.yml`` and
+    empty CMakeLists.txt. armgen's patches (:mod:`armgen.workspace.patches`) are applied to the checkouts, also
+    to a workspace that was already at the pins. Finally ``.west/config``, ``armgen-manifest/west.yml`` and
     ``.armgen/workspace.json`` are written, so ``west list`` works and :func:`find_workspace` accepts it.
 
     Args:
@@ -146,7 +148,8 @@ def init_workspace(
 
     Raises:
         WorkspaceError: bad mirror template, unknown project, a revision not in the remote (with the
-            ``--revision`` advice), a failing fetch or checkout, or a foreign directory in the way.
+            ``--revision`` advice), a failing fetch or checkout, a foreign directory in the way, or one of
+            armgen's patches that does not apply (another revision of its module).
     """
     say = progress or (lambda _msg: None)
     root = (root or workspace_dir()).expanduser().absolute()
@@ -176,16 +179,23 @@ def init_workspace(
         say(f"resolving {pin.name} {wanted} at {fetch_urls[pin.name]}")
         resolved[pin.name] = resolve_revision(pin.name, fetch_urls[pin.name], wanted)
 
-    # 2. already complete at exactly these commits?
+    # 2. already complete at exactly these commits? (armgen's patches brought up to date all the same)
     if _complete_at(root, old_state, selected, resolved, mirror):
+        patched = apply_patches(Workspace(root), say, overridden=frozenset(revisions))
         _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,
                        zephyr_release, url_overrides)
-        return InitResult(Workspace(root), {p.name: "up to date" for p in selected}, True)
+        actions = {p.name: "up to date" for p in selected}
+        actions.update({name: "patched" for name, how in patched.items() if how == "applied"})
+        return InitResult(Workspace(root), actions, not any(how == "applied" for how in patched.values()))
 
     # 3. check out, parents before nested projects
     root.mkdir(parents=True, exist_ok=True)
     actions = {pin.name: _check_out(root, pin, resolved[pin.name], fetch_urls[pin.name], say) for pin in selected}
     actions.update(_write_stubs(root, stubbed))
+    # armgen's patches (modules/patches/patches.yml) on the fresh checkouts; one that does not apply stops here,
+    # before the record that says init finished
+    patched = apply_patches(Workspace(root), say, overridden=frozenset(revisions))
+    actions.update({name: "patched" for name, how in patched.items() if how == "applied"})
 
     # 4. west's files and armgen's record, last: their presence means init finished
     _write_records(root, manifest_path, mirror, groups, selected, stubbed, fetch_urls, resolved,

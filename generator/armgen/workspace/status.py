@@ -32,6 +32,7 @@ from armgen.workspace.manifest import (
     manifest_pins,
     select_projects,
 )
+from armgen.workspace.patches import patch_state, source_patches
 from armgen.workspace.releases import default_release, zephyr_release
 
 
@@ -82,6 +83,8 @@ class WorkspaceStatus:
     program_file_identifier: str | None = None
     problems: tuple[str, ...] = field(default=())
     pip_executorch_version: str | None = None
+    #: armgen's patches (:mod:`armgen.workspace.patches`): (name, module, state, what it saves) each.
+    patches: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -148,6 +151,12 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
         version = ws.executorch_version()
     with contextlib.suppress(WorkspaceError):
         ident = ws.program_file_identifier()
+    patches: list[tuple[str, str, str, str]] = []
+    try:
+        for patch in source_patches():
+            patches.append((patch.name, patch.module, patch_state(ws, patch), patch.saves))
+    except WorkspaceError as exc:
+        problems.append(exc.message)
     return WorkspaceStatus(
         root=root,
         exists=True,
@@ -159,6 +168,7 @@ def workspace_status(root: Path | None = None, with_sizes: bool = True) -> Works
         program_file_identifier=ident,
         problems=tuple(problems),
         pip_executorch_version=pip_executorch_version(),
+        patches=tuple(patches),
     )
 
 
