@@ -120,6 +120,13 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     for run_file in run_files:
         files[f"src/armgen/{run_file}"] = (TEMPLATES_DIR / "common" / "run" / run_file).read_bytes()
 
+    # armgen's patches to the pinned sources (modules/patches/), where `west patch apply` finds them in the
+    # application's own west workspace (patches.yml and patch-base under the manifest repository's zephyr/).
+    if spec.rtos == "zephyr":
+        from armgen.project.zephyr import zephyr_patch_files
+
+        files.update(zephyr_patch_files())
+
     # The program itself and what it was made with.
     try:
         files[f"model/{spec.pte_path.name}"] = spec.pte_path.read_bytes()
