@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .compare_tables import all_portable, method_pool, pools, portable_lowering, profile, stacks, vela
+from .compare_tables import all_portable, method_pool, pools, portable_lowering, profile, ram_target, stacks, vela
 from .findings import findings_section, targets_table
 from .main_tables import flash_by_component, header, main_table, wall_times
 from .plot import write_svg
@@ -38,6 +38,7 @@ def write_md(res: dict[str, Any], out: Path) -> None:
         *pools(cmpres),
         *stacks(res),
         *method_pool(res),
+        *ram_target(res),
         *tflm_arena_rows(out / "tflm_arena.json"),
         *portable_lowering(cmpres),
         *profile(cmpres),
