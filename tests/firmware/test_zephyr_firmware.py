@@ -111,6 +111,11 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     assert "CONFIG_EXECUTORCH_ENABLE_LOGGING=y" not in config
     # the stack guard prj.conf asks for is in force (the M55's stack-limit registers)
     assert "CONFIG_HW_STACK_PROTECTION=y" in config and "CONFIG_BUILTIN_STACK_GUARD=y" in config
+    if "CONFIG_PICOLIBC_USE_TOOLCHAIN=y" in config:  # printk's vfprintf: picolibc's integer-only variant
+        nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+        symbols = {line.split()[-1]: line.split()[0] for line in nm.splitlines() if len(line.split()) == 3}
+        assert symbols["vfprintf"] == symbols["__i_vfprintf"]  # no float conversion, no Ryu tables
+        assert not [name for name in symbols if "ryu" in name.lower() or "dtoa" in name]
     _size_checked(project)
     report = _run_checked(project)
     assert report["instructions"] < 2_000_000  # bare metal: 1,806,500 (benchmarks/results.json)
