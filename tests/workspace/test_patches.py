@@ -131,3 +131,29 @@ def test_the_real_patches_against_the_workspace_s_executorch():
     assert len(warnings) == sum(s == NOT_APPLIED for s in states.values())
     for w in warnings:
         assert "lacks armgen's patch" in w and "RAM" in w and "armgen workspace init" in w
+
+
+def test_a_workspace_without_the_patch_warns_in_one_line_naming_what_it_costs(tmp_path):
+    """An older workspace (ExecuTorch as pinned, without armgen's patch): `armgen build` builds and warns, one line
+    per patch, with what the patch saves and the init that applies it. The file comes from the workspace."""
+    from armgen.workspace import find_workspace
+
+    try:
+        real = find_workspace()
+    except WorkspaceError as exc:
+        pytest.skip(f"no armgen workspace: {exc.message}")
+    patch = next(p for p in source_patches() if "kernel-key" in p.name)
+    rel = Path("runtime") / "kernel" / "operator_registry.cpp"
+    old = Workspace(tmp_path / "ws")
+    module = old.project_dir("executorch")
+    (module / rel).parent.mkdir(parents=True)
+    (module / rel).write_bytes((real.project_dir("executorch") / rel).read_bytes())
+    if patch_state(old, patch) == APPLIED:  # the workspace has it: take it back out in the copy
+        subprocess.run(["git", "apply", "--reverse", str(patch.path)], cwd=module, check=True, capture_output=True)
+    assert patch_state(old, patch) == NOT_APPLIED
+    warnings = [w for w in missing_patch_warnings(old) if patch.name in w]
+    assert len(warnings) == 1 and "\n" not in warnings[0]
+    assert f"lacks armgen's patch {patch.name} (not applied): the image needs more RAM ({patch.saves})" in warnings[0]
+    assert f"armgen workspace init {old.root} applies it" in warnings[0]
+    assert apply_patches(old, None, (patch,)) == {patch.name: "applied"}  # and init brings it
+    assert not [w for w in missing_patch_warnings(old) if patch.name in w]
