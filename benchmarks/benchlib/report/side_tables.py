@@ -103,6 +103,8 @@ def zephyr_rows(res: dict[str, Any], path: Path) -> list[str]:
     if not path.is_file():
         return []
     z = json.loads(path.read_text())
+    if z.get("schema") == 2:
+        return _zephyr_rows_v2(res, z)
     ze = z.get("zephyr") or {}
     ag, tf = measured(res, "armgen", "an547", "kws") or {}, measured(res, "tflm", "an547", "kws") or {}
     pools = ze.get("pools", {})
@@ -129,3 +131,41 @@ def zephyr_rows(res: dict[str, Any], path: Path) -> list[str]:
         "only) and adds the kernel, its own start-up and console. Its column comes from `zephyr.json`, its own run.\n",
     ]
 
+
+def _zephyr_rows_v2(res: dict[str, Any], z: dict[str, Any]) -> list[str]:
+    """Every sample on an547: bare metal, one Zephyr application per release and TFLM (``zephyr.json`` schema 2,
+    all armgen images with ``--stack-size auto``), and issue 44's targets per Zephyr image."""
+    releases = z.get("zephyr_releases", [])
+    rows = []
+    for sample, per in z.get("runs", {}).items():
+        tf = measured(res, "tflm", "an547", sample) or {}
+        cols = [per.get("baremetal", {})] + [per.get(f"zephyr-{r}", {}) for r in releases]
+
+        def row(label: str, key: str, tflm: Any, cols: list[dict[str, Any]] = cols, sample: str = sample) -> list[str]:
+            return [f"{sample}: {label}", *[n(c.get(key)) for c in cols], n(tflm)]
+
+        rows += [row("flash excl. model", "flash_excl_model", tf.get("flash_excl_model")),
+                 row("static RAM", "ram", tf.get("ram_static")),
+                 [f"{sample}: main stack reserved / high-water",
+                  *[f"{n(c.get('stack_reserved'))} / {n(c.get('stack_used'))}" for c in cols],
+                  f"{n(tf.get('stack_reserved'))} / {n(tf.get('stack_used'))}"],
+                 row("instructions per inference", "instructions", tf.get("instructions")),
+                 row("max LSB vs reference", "max_lsb_diff", tf.get("max_abs_diff_vs_litert"))]
+    t = z.get("targets", {})
+    verdicts = []
+    for sample, per in z.get("delta", {}).items():
+        for r, d in per.items():
+            ok = z.get("met", {}).get(sample, {}).get(r, {})
+            verdicts.append([f"{sample} / Zephyr {r}", f"{d['flash_excl_model_delta']:+,}", f"{d['ram_delta']:+,}",
+                             f"x{d['instructions_ratio']:.3f}",
+                             ", ".join(k for k, v in ok.items() if not v) or "all met"])
+    return [
+        f"## The samples on an547 as Zephyr applications (`zephyr_vs_baremetal.py`, {z.get('when', '?')})\n",
+        table(["", "armgen bare metal", *[f"armgen Zephyr {r}" for r in releases], "TFLM"], rows),
+        "\nEvery armgen image with `--stack-size auto` (the main stack sized from a measured run; on Zephyr also the "
+        "ISR and idle stacks). Instructions are `armgen run`'s (its harness image, the input copied inside the timed "
+        "call) for both armgen columns; TFLM's from its runner.\n",
+        f"Issue 44's targets, Zephyr - bare metal: flash excl. model <= +{n(t.get('flash_excl_model_delta_max'))} B, "
+        f"static RAM <= +{n(t.get('ram_delta_max'))} B, instructions <= x{t.get('instructions_ratio_max')}.\n",
+        table(["image", "flash excl. model", "static RAM", "instructions", "missed"], verdicts),
+    ]
