@@ -62,7 +62,7 @@ class BuildResult:
         log: the full tool log. size: the size stage's report (None when armgen.firmware.size is absent or
             was skipped). violations: budget violations (empty when within budget).
         stack: with ``[memory] stack = "auto"``, how the stack was sized
-            (:class:`armgen.firmware.stack.StackSizing`); None otherwise.
+            (:class:`armgen.firmware.stack.StackSizing`; Zephyr: ``zephyr_stack.ZephyrStackSizing``); else None.
         workspace: the workspace root used. warnings: e.g. a workspace ExecuTorch version that
             differs from the one the program was made with (same file identifier).
     """

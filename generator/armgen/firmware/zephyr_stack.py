@@ -158,6 +158,8 @@ class ZephyrStackSizing:
         image: the ELF that ran (project-relative). fragment: the file the sizes went to.
         zephyr_release: the project's. resized: the fragment changed (the image was rebuilt and run again).
         seconds: wall time of the measuring, resizing and checking (the run image's builds and QEMU runs).
+        rebuild_seconds: of which the run image's rebuild with the new sizes (0 when ``resized`` is false; the
+            product image's rebuild comes after, in the build's own time).
     """
 
     stacks: dict[str, StackFigure]
@@ -167,6 +169,7 @@ class ZephyrStackSizing:
     zephyr_release: str
     resized: bool
     seconds: float
+    rebuild_seconds: float = 0.0
 
     @property
     def reserved(self) -> int:
@@ -195,7 +198,8 @@ class ZephyrStackSizing:
             "user_frames": main.user_frames, "machine": self.machine, "image": self.image, "margin": STACK_MARGIN,
             "method": "measured", "static_bound": None, "note": NO_STATIC_BOUND, "rtos": "zephyr",
             "zephyr_release": self.zephyr_release, "fragment": self.fragment, "resized": self.resized,
-            "seconds": round(self.seconds, 1), "qemu_note": QEMU_NOTE,
+            "seconds": round(self.seconds, 1), "rebuild_seconds": round(self.rebuild_seconds, 1),
+            "qemu_note": QEMU_NOTE,
             "stacks": {name: {"reserved": f.reserved, "high_water": f.high_water, "measured_with": f.measured_with,
                               "kconfig": f.kconfig, "user_frames": f.user_frames} for name, f in self.stacks.items()},
         }
@@ -280,10 +284,13 @@ def size_zephyr_stacks(record: Any, build_run_image: Callable[[], Any],
     sizes = {s: sized_stack_bytes(used[s]) + (USER_FRAMES_BYTES if user_frames and s == "main" else 0)
              for s in KCONFIG}
     resized = read_fragment(root) != sizes
+    rebuild_seconds = 0.0
     if resized:
         write_fragment(root, sizes, used)
         progress("stack", 1, 2, "resize and check")
+        rebuild_start = time.monotonic()
         elf = build_run_image().elf
+        rebuild_seconds = time.monotonic() - rebuild_start
         final = measure_stacks(elf, emulator, log_path=build_dir / "stack-check.log")
     else:
         final = first  # measured on the sized image itself: that run is the check
@@ -304,7 +311,7 @@ def size_zephyr_stacks(record: Any, build_run_image: Callable[[], Any],
         image = str(elf)
     sizing = ZephyrStackSizing(stacks=stacks, machine=str(getattr(emulator, "qemu_machine", "?")), image=image,
                                fragment=FRAGMENT, zephyr_release=record.zephyr_release or "", resized=resized,
-                               seconds=time.monotonic() - start)
+                               seconds=time.monotonic() - start, rebuild_seconds=rebuild_seconds)
     sizing.write(build_dir)
     progress("stack", 2, 2, "done")
     return sizing

@@ -114,8 +114,8 @@ def check_stack_auto(board: Board, rtos: str, zephyr_release: str | None = None)
         if qemu.zephyr is None or release not in qemu.zephyr.releases:
             have = ", ".join(qemu.zephyr.releases) if qemu.zephyr is not None else "none"
             raise ProjectError(
-                f"--stack-size auto: Zephyr {release} has no target for board '{board.name}''s QEMU machine "
-                f"{emulator.board}, so its Zephyr stacks cannot be measured (releases that have it: {have})",
+                f"--stack-size auto: the QEMU machine of board '{board.name}' ({emulator.board}) has no target in "
+                f"Zephyr {release}, so its Zephyr stacks cannot be measured (releases that have it: {have})",
                 hint="give --stack-size in bytes",
             )
         raise ProjectError(
