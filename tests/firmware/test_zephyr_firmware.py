@@ -214,6 +214,8 @@ def test_stack_auto_sizes_main_isr_and_idle_and_runs_bit_exact(zapp):
     report = _run_checked(project)
     assert report["stack"]["reserved"] == sizes["main"]
     assert report["stack"]["used"] == record["stacks"]["main"]["high_water"]
+    assert {k: (v["reserved"], v["used"]) for k, v in report["kernel_stacks"].items()} == {
+        k: (sizes[k], record["stacks"][k]["high_water"]) for k in ("isr", "idle")}
     assert b"ARMGEN stack isr" in (project / "build/run-input/zephyr/zephyr.elf").read_bytes()
     assert b"ARMGEN stack isr" not in (project / "build/zephyr/zephyr.elf").read_bytes()
     # nothing changed: the sizes hold on the sized image itself, so one QEMU run and no rebuild

@@ -21,7 +21,9 @@ and the idle thread's (``CONFIG_IDLE_STACK_SIZE``). All three are Kconfig, so ``
    image; ``prj.conf`` is yours and untouched);
 4. the image is built again with those sizes and runs again: every mark must fit. When the fragment already
    holds exactly the sizes a run yields, that run was on the sized image and is the check: an unchanged
-   project costs one QEMU run, not a rebuild (a Kconfig change recompiles most of the image).
+   project costs one QEMU run, not a rebuild (a Kconfig change recompiles most of the image). When the image
+   fails with the fragment's sizes (a larger model overflows them: the stack guard stops it), the failed run's log
+   is kept as ``build/stack-measure-earlier-sizes.log`` and the stacks are measured again with the defaults.
 
 The figures are QEMU's: interrupts on a real board (more sources, other priorities, nesting) load the ISR
 stack differently, and the record says so. The sizes are recorded in ``build/stack.json``.
@@ -277,6 +279,8 @@ def size_zephyr_stacks(record: Any, build_run_image: Callable[[], Any],
         if not had:
             raise
         # the sizes of an earlier build no longer hold (a larger model, a new main): measure with the defaults
+        if measure_log.is_file():
+            measure_log.replace(build_dir / "stack-measure-earlier-sizes.log")  # the evidence stays
         write_fragment(root, {})
         elf = build_run_image().elf
         first = measure_stacks(elf, emulator, log_path=measure_log)
