@@ -299,6 +299,7 @@ def test_stack_size_option(kws, tmp_path):
     assert 'list(APPEND EXTRA_CONF_FILE "${CMAKE_CURRENT_SOURCE_DIR}/armgen-stacks.conf")' in (
         zauto / "CMakeLists.txt").read_text()
     assert not (zauto / "armgen-stacks.conf").exists()  # armgen build writes it
+    assert "| `armgen-stacks.conf` | the main, ISR and idle stack sizes" in (zauto / "README.md").read_text()
     # where armgen build could not measure the image: refused before compiling, nothing written
     for board, pattern in (("alif_e8 --rtos baremetal", r"board 'alif_e8_hp' does not run on QEMU"),
                            ("stm32f4_disco --rtos zephyr --zephyr-release 3.7",
