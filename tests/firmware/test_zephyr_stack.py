@@ -125,3 +125,20 @@ def test_stack_auto_takes_zephyr_on_a_qemu_board_and_refuses_the_rest():
         check_stack_auto(load_board("stm32f4_disco"), "zephyr", "4.1")
     with pytest.raises(ProjectError, match=r"board 'alif_e8_hp' does not run on QEMU, so its image cannot be measured"):
         check_stack_auto(load_board("alif_e8"), "baremetal")
+
+
+def test_build_refuses_stack_auto_on_a_zephyr_board_that_is_not_a_qemu_machine(tmp_path):
+    """A record edited by hand to stack = "auto" on a real board: one line, exit 2, before any build."""
+    from _programs import armgen
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "armgen.toml").write_text(
+        'name = "p"\nboard = "stm32f4_disco"\nrtos = "zephyr"\nbackend = "cortex-m"\nelf = "build/zephyr/zephyr.elf"\n'
+        'map = "build/zephyr/zephyr.map"\nzephyr_release = "4.1"\nzephyr_target = "stm32f4_disco"\n'
+        '[memory]\nstack = "auto"\n')
+    r = armgen("build", str(project))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.count("armgen: error:") == 1 and "Traceback" not in r.stderr
+    assert "stack = \"auto\" needs the image to run on QEMU, and board 'stm32f4_disco' does not" in r.stderr
+    assert sorted(p.name for p in project.iterdir()) == ["armgen.toml"]  # no build/, no fragment
