@@ -66,7 +66,7 @@ def new_project(
     backend, rtos = resolve_options(name, board, backend, rtos)
     stack_auto = stack_size == "auto"
     if stack_auto:
-        check_stack_auto(board, rtos)
+        check_stack_auto(board, rtos, zephyr_release)
     stack_size = check_stack_size(DEFAULT_STACK_SIZE if stack_size in (None, "auto") else int(stack_size))
     zephyr = None
     if rtos == "zephyr":

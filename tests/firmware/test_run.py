@@ -251,7 +251,7 @@ def test_zephyr_stack_guard_says_stack_overflow():
         check_run(run, parse_firmware_output(run.console))
     assert exc.value.message.startswith("stack overflow: Zephyr's stack guard stopped the main thread"), exc.value.message
     assert "the 1,024 B stack is too small" in exc.value.message
-    assert "--stack-size BYTES" in (exc.value.hint or "") and "auto" not in (exc.value.hint or "")
+    assert "--stack-size BYTES" in (exc.value.hint or "") and "--stack-size auto on a QEMU board" in (exc.value.hint or "")
     other = line.replace("reason=2 (StackCheckFail)", "reason=0 (CpuException)").replace("reached=1", "reached=0")
     run = QemuRun(("qemu-system-arm",), 3, other + "\n", "", 0.1, False, 30.0)
     with pytest.raises(RunError, match="HardFault: firmware faulted: ZephyrFatal reason=0"):

@@ -252,6 +252,53 @@ def test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact(zapp, tmp_pat
 
 @pytest.mark.workspace
 @needs_zephyr
+def test_stack_auto_sizes_main_isr_and_idle_and_runs_bit_exact(zapp):
+    """Issue 44 item 2, on the team's project of the test above (their main never returns): `armgen update
+    --stack-size auto`, then `armgen build` measures the main, ISR and idle stacks of armgen run's image on QEMU,
+    writes armgen-stacks.conf (the main stack + 512 B for their main's frames), and builds both images with it;
+    the sized run image runs at 0 LSB within its stack; the product image carries no measuring code; a second
+    build runs QEMU once and rebuilds nothing."""
+    from armgen.firmware.stack import USER_FRAMES_BYTES, sized_stack_bytes
+    from armgen.firmware.zephyr_stack import FRAGMENT, KCONFIG, parse_fragment
+
+    project = zapp / "zapp"
+    if not (project / "src" / "app" / "sensor.c").is_file():
+        pytest.skip("needs the project of test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact")
+    ok(armgen("update", str(project), "--stack-size", "auto"), "armgen update --stack-size auto")
+    assert tomllib.loads((project / "armgen.toml").read_text())["memory"]["stack"] == "auto"
+    ok(armgen("build", str(project)), "armgen build (stack = auto)")
+    sizes = parse_fragment((project / FRAGMENT).read_text())
+    record = json.loads((project / "build" / "stack.json").read_text())
+    assert record["machine"] == "mps3-an547" and record["resized"] and record["zephyr_release"] == RELEASE
+    assert record["image"] == "build/run-input/zephyr/zephyr.elf" and "ISR stack" in record["qemu_note"]
+    product = (project / "build" / "zephyr" / ".config").read_text()
+    run_image = (project / "build" / "run-input" / "zephyr" / ".config").read_text()
+    defaults = {"main": 8192, "isr": 2048, "idle": 320}  # prj.conf's main stack, Zephyr 3.7's defaults on the M55
+    for name, symbol in KCONFIG.items():
+        figures = record["stacks"][name]
+        frames = USER_FRAMES_BYTES if name == "main" else 0
+        assert figures["measured_with"] == defaults[name] and figures["user_frames"] == frames
+        assert 0 < figures["high_water"] <= figures["reserved"] == sizes[name] < defaults[name]
+        assert sizes[name] == sized_stack_bytes(figures["high_water"]) + frames
+        assert f"{symbol}={sizes[name]}\n" in product and f"{symbol}={sizes[name]}\n" in run_image
+    report = _run_checked(project)
+    assert report["stack"]["reserved"] == sizes["main"]
+    assert report["stack"]["used"] == record["stacks"]["main"]["high_water"]
+    assert {k: (v["reserved"], v["used"]) for k, v in report["kernel_stacks"].items()} == {
+        k: (sizes[k], record["stacks"][k]["high_water"]) for k in ("isr", "idle")}
+    assert b"ARMGEN stack isr" in (project / "build/run-input/zephyr/zephyr.elf").read_bytes()
+    assert b"ARMGEN stack isr" not in (project / "build/zephyr/zephyr.elf").read_bytes()
+    # nothing changed: the sizes hold on the sized image itself, so one QEMU run and no rebuild
+    ok(armgen("build", str(project)), "armgen build (stack = auto, nothing changed)")
+    assert not json.loads((project / "build" / "stack.json").read_text())["resized"]
+    assert parse_fragment((project / FRAGMENT).read_text()) == sizes
+    for log in ("build/armgen-build.log", "build/run-input/armgen-build.log"):
+        text = (project / log).read_text()
+        assert "Linking" not in text and "generating a build system" not in text, text[-2000:]
+
+
+@pytest.mark.workspace
+@needs_zephyr
 def test_stm32f4_disco_mlp_links_with_hal_stm32(tmp_path):
     """STM32F4 Discovery: configure, compile and link on 3.7 with hal_stm32 at 3.7.1's pin. Its QEMU machine,
     mps2/an386, is not in Zephyr 3.7: `new` rendered a bare-metal stand-in, which `armgen run` runs (issue 42)."""

@@ -290,9 +290,23 @@ def test_stack_size_option(kws, tmp_path):
                "--stack-size", "auto")  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert tomllib.loads((tmp_path / "kws_auto" / "armgen.toml").read_text())["memory"]["stack"] == "auto"
+    # Zephyr on its QEMU machine: armgen build sizes the main, ISR and idle stacks into armgen-stacks.conf
+    r = armgen("new", "kws_zauto", "--board", "qemu_mps3_an547", "--rtos", "zephyr", "--zephyr-release", "3.7",
+               "--model", str(kws[1]), "--out", str(tmp_path), "--stack-size", "auto")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    zauto = tmp_path / "kws_zauto"
+    assert tomllib.loads((zauto / "armgen.toml").read_text())["memory"]["stack"] == "auto"
+    assert 'list(APPEND EXTRA_CONF_FILE "${CMAKE_CURRENT_SOURCE_DIR}/armgen-stacks.conf")' in (
+        zauto / "CMakeLists.txt").read_text()
+    assert not (zauto / "armgen-stacks.conf").exists()  # armgen build writes it
+    assert "| `armgen-stacks.conf` | the main, ISR and idle stack sizes" in (zauto / "README.md").read_text()
     # where armgen build could not measure the image: refused before compiling, nothing written
     for board, pattern in (("alif_e8 --rtos baremetal", r"board 'alif_e8_hp' does not run on QEMU"),
-                           ("qemu_mps3_an547 --rtos zephyr", r"--stack-size auto: bare metal only")):
+                           ("stm32f4_disco --rtos zephyr --zephyr-release 3.7",
+                            r"--stack-size auto: the QEMU machine of board 'stm32f4_disco' \(qemu_mps2_an386\) has "
+                            r"no target in Zephyr 3.7"),
+                           ("stm32f4_disco --rtos zephyr --zephyr-release 4.1",
+                            r"sizing its Zephyr stacks from its stand-in qemu_mps2_an386 is not supported yet")):
         out = tmp_path / "refused"
         out.mkdir()
         r = armgen("new", "kws", "--board", *board.split(), "--model", str(kws[1]), "--out", str(out),

@@ -53,7 +53,8 @@ def _say(text: str) -> None:
 @click.option("--stack-size", type=_StackSize(), default=None, metavar="BYTES|auto",
               help="Main stack in bytes, a multiple of 8 (default 8192), or 'auto': `armgen build` runs the "
                    "image on the board's QEMU machine and sizes the stack to its high-water mark x 1.25 "
-                   "(bare metal, QEMU boards). `armgen run` prints the high-water mark.")
+                   "(QEMU boards; Zephyr: the main, ISR and idle stacks, into armgen-stacks.conf). `armgen run` "
+                   "prints the high-water mark.")
 @click.option("--force", is_flag=True,
               help="Replace an existing armgen project directory (one holding armgen.toml; any other directory is "
                    "refused): every file armgen generates is overwritten (edits to them are lost); build/ and files "

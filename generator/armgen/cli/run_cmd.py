@@ -92,6 +92,9 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str, che
     if rr.stack is not None:
         t.add_row("stack (high-water)", _fmt_bytes(rr.stack.reserved), _fmt_bytes(rr.stack.used),
                   f"{rr.stack.reserved - rr.stack.used:,}")  # fmt: skip
+    for name, use in rr.kernel_stacks.items():  # Zephyr, stack = "auto": the ISR and idle stacks
+        t.add_row(f"{name.upper() if name == 'isr' else name} stack (high-water)", _fmt_bytes(use.reserved),
+                  _fmt_bytes(use.used), f"{use.reserved - use.used:,}")
     out_console.print(t)
 
     if rr.ticks is not None:

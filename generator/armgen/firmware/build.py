@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ class BuildResult:
         log: the full tool log. size: the size stage's report (None when armgen.firmware.size is absent or
             was skipped). violations: budget violations (empty when within budget).
         stack: with ``[memory] stack = "auto"``, how the stack was sized
-            (:class:`armgen.firmware.stack.StackSizing`); None otherwise.
+            (:class:`armgen.firmware.stack.StackSizing`; Zephyr: ``zephyr_stack.ZephyrStackSizing``); else None.
         workspace: the workspace root used. warnings: e.g. a workspace ExecuTorch version that
             differs from the one the program was made with (same file identifier).
     """
@@ -211,9 +212,8 @@ def build_project(
         message; the full log path in the hint).
     """
     record = load_project(project)
-    if record.rtos == "zephyr" and record.stack_auto:
-        raise ProjectError(f"{record.path}: [memory] stack = \"auto\" is bare metal only for now",
-                           hint="give the stack in bytes (Zephyr's CONFIG_MAIN_STACK_SIZE)")
+    if record.rtos == "zephyr" and record.stack_auto and not run_input:
+        return _build_zephyr_stack_auto(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild)
     if record.rtos == "zephyr":
         return _build_zephyr(record, workspace, jobs=jobs, progress=progress, size=size, rebuild=rebuild,
                              run_input=run_input)
@@ -255,6 +255,20 @@ def build_project(
     result = _finish(record, ws, start, counter, log_path, warnings, progress, size, build_dir,
                      run_variant=shared)
     return dataclasses.replace(result, stack=sizing)
+
+
+def _build_zephyr_stack_auto(record: ProjectRecord, workspace: Path | str | None, *, rebuild: bool,
+                             **kw: Any) -> BuildResult:
+    """Zephyr with ``stack = "auto"``: size the stacks on `armgen run`'s image
+    (:func:`armgen.firmware.zephyr_stack.size_zephyr_stacks`), then build the product image with them."""
+    from armgen.firmware.zephyr_stack import size_zephyr_stacks
+
+    if rebuild and record.build_dir.is_dir():
+        shutil.rmtree(record.build_dir)  # once: build/run-input/ and stack.json are inside build/
+    run_image = partial(_build_zephyr, record, workspace, jobs=kw["jobs"], progress=kw["progress"], size=False,
+                        rebuild=False, run_input=True)  # -> BuildResult of build/run-input/
+    sizing = size_zephyr_stacks(record, run_image, kw["progress"] or (lambda *a: None))
+    return dataclasses.replace(_build_zephyr(record, workspace, rebuild=False, **kw), stack=sizing)
 
 
 def _measures_harness(record: ProjectRecord) -> bool:

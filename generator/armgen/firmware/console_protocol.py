@@ -14,6 +14,7 @@ prints, in this order::
 
     ARMGEN input file|embedded|pattern|silence
     ARMGEN pool <name> reserved=<bytes> used=<bytes>
+    ARMGEN stack isr|idle reserved=<bytes> used=<bytes>
     ARMGEN stack reserved=<bytes> used=<bytes>
     ARMGEN output <i> <v0>,<v1>,...
     ARMGEN features <v0>,<v1>,...
@@ -32,6 +33,10 @@ or, at any point, ``ARMGEN error <name> <where>`` and a non-zero exit status.
     One line per memory pool, in pool order: ``planned_<i>`` (the memory plan's planned buffer of
     memory id ``i``, used = ``MethodMeta::memory_planned_buffer_size``), ``method`` and ``temp``
     (the method and temp allocators, used = their peak), ``arena`` (the TFLite Micro runner).
+``stack isr|idle reserved=<bytes> used=<bytes>`` (Zephyr's run image with ``[memory] stack = "auto"``)
+    Zephyr's ISR stack (``z_interrupt_stacks[0]``) and the idle thread's stack: size and high-water mark
+    in bytes, read from their ``CONFIG_INIT_STACKS`` paint with ``z_stack_space_get``, as Zephyr's thread
+    analyzer does (:mod:`armgen.firmware.zephyr_stack`).
 ``stack reserved=<bytes> used=<bytes>``
     The main stack's size and its high-water mark (bare metal: a painted stack; Zephyr:
     ``k_thread_stack_space_get``).
@@ -112,7 +117,9 @@ class FirmwareLog:
     """Everything the firmware said in ``ARMGEN`` lines, in a typed form.
 
     Attributes:
-        pools: in print order. stack: None when not printed.
+        pools: in print order. stack: the main stack, None when not printed.
+        kernel_stacks: ``"isr"``/``"idle"`` -> Zephyr's ISR and idle stacks (``ARMGEN stack isr|idle``; empty
+            when not printed).
         outputs: output index -> int values in memory order.
         ticks: SysTick ticks around ``execute()``, None when not printed.
         errors: error lines in print order. done: ``ARMGEN done`` was printed.
@@ -136,12 +143,14 @@ class FirmwareLog:
     malformed: tuple[str, ...] = ()
     features: tuple[int, ...] | None = None
     frontend_ticks: int | None = None
+    kernel_stacks: dict[str, StackUse] = field(default_factory=dict)
 
 
 _FEATURES_RE = re.compile(r"^features\s+(-?\d+(?:,-?\d+)*)$")
 _FRONTEND_TICKS_RE = re.compile(r"^frontend_ticks\s+(\d+)$")
 _POOL_RE = re.compile(r"^pool\s+(\S+)\s+reserved=(\d+)\s+used=(\d+)$")
 _STACK_RE = re.compile(r"^stack\s+reserved=(\d+)\s+used=(\d+)$")
+_KERNEL_STACK_RE = re.compile(r"^stack\s+(isr|idle)\s+reserved=(\d+)\s+used=(\d+)$")
 _OUTPUT_RE = re.compile(r"^output\s+(\d+)(?:\s+(-?\d+(?:\s*,\s*-?\d+)*))?\s*$")
 _TICKS_RE = re.compile(r"^ticks\s+(\d+)$")
 _ERROR_RE = re.compile(r"^error\s+(\S+)\s*(.*)$")
@@ -166,6 +175,7 @@ def parse_firmware_output(text: str) -> FirmwareLog:
     malformed: list[str] = []
     features: tuple[int, ...] | None = None
     frontend_ticks: int | None = None
+    kernel_stacks: dict[str, StackUse] = {}
     for raw in text.splitlines():
         pos = raw.find("ARMGEN ")
         if pos < 0:
@@ -175,6 +185,8 @@ def parse_firmware_output(text: str) -> FirmwareLog:
             pools.append(PoolUse(m.group(1), int(m.group(2)), int(m.group(3))))
         elif m := _STACK_RE.match(line):
             stack = StackUse(int(m.group(1)), int(m.group(2)))
+        elif m := _KERNEL_STACK_RE.match(line):
+            kernel_stacks[m.group(1)] = StackUse(int(m.group(2)), int(m.group(3)))
         elif m := _OUTPUT_RE.match(line):
             values = m.group(2)
             outputs[int(m.group(1))] = (
@@ -205,6 +217,7 @@ def parse_firmware_output(text: str) -> FirmwareLog:
         malformed=tuple(malformed),
         features=features,
         frontend_ticks=frontend_ticks,
+        kernel_stacks=kernel_stacks,
     )
 
 

@@ -140,7 +140,8 @@ def check_run(run: QemuRun, log: FirmwareLog, where: str = "") -> None:
                     f"stack overflow{tag}: Zephyr's stack guard stopped the main thread (fatal error 2, "
                     f"K_ERR_STACK_CHK_FAIL); {overflow.replace('was used to its limit', 'is too small')}",
                     hint="give the firmware a larger stack: armgen update --stack-size BYTES "
-                    "(CONFIG_MAIN_STACK_SIZE)" + logref,
+                    "(CONFIG_MAIN_STACK_SIZE), or --stack-size auto on a QEMU board (armgen build sizes the main, "
+                    "ISR and idle stacks)" + logref,
                 )
             bits = _cfsr_bits(err.where)
             then = f"{err.name}" + (f" [{', '.join(bits)}]" if bits else "")

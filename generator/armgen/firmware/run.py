@@ -435,6 +435,7 @@ def run_firmware(
         alternate_checked=alternate_checked,
         pools=log.pools,
         stack=log.stack,
+        kernel_stacks=log.kernel_stacks,
         ticks=log.ticks,
         ticks_per_run=tuple(ticks_per_run),
         systick_hz=hz,

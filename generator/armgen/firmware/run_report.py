@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -94,7 +94,8 @@ class RunReport:
         reference_source: the reference file or program, None when there was none (the
             reference's kind is in a "reference" warning when it is not the lowered program).
         alternate_checked: a second, different input was run and its outputs compared.
-        pools / stack: the firmware's own figures (bytes).
+        pools / stack: the firmware's own figures (bytes). kernel_stacks: Zephyr's ISR and idle stacks
+            (``"isr"``/``"idle"``; bytes), printed by the run image of a ``stack = "auto"`` project; else empty.
         ticks: SysTick ticks around ``execute()`` (first run); ticks_per_run: all runs.
         systick_hz: SysTick rate of the machine (Hz).
         instructions: ``ticks * 1e9 / systick_hz`` under ``-icount shift=0`` (instructions,
@@ -135,6 +136,7 @@ class RunReport:
     zephyr_board: str | None = None
     quality: tuple[dict[str, Any], ...] = ()
     icount_note: str = ICOUNT_NOTE
+    kernel_stacks: dict[str, StackUse] = field(default_factory=dict)
 
     @property
     def max_abs_diff(self) -> float | None:

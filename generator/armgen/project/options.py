@@ -92,22 +92,50 @@ def check_stack_size(stack_size: int) -> int:
     return stack_size
 
 
-def check_stack_auto(board: Board, rtos: str) -> None:
+def check_stack_auto(board: Board, rtos: str, zephyr_release: str | None = None) -> None:
     """Refuse ``--stack-size auto`` where ``armgen build`` cannot measure the image it builds.
 
+    Bare metal: the board's own image must run on QEMU (its ``emulator`` is itself). Zephyr
+    (:mod:`armgen.firmware.zephyr_stack`): the main, ISR and idle stacks are measured on the board's own
+    QEMU machine under the project's Zephyr release, so the board must be a QEMU machine and the release
+    must have its target (``zephyr_release``: None is the default release).
+
     Raises:
-        ProjectError: a Zephyr project (its main stack is Kconfig's ``CONFIG_MAIN_STACK_SIZE``; not
-            sized by measurement yet), or a board whose own image does not run on QEMU.
+        ProjectError: a board whose own image does not run on QEMU; for Zephyr, one whose QEMU machine
+            the release has no target for (the message names it), or a real board whose QEMU stand-in the
+            release has (sizing the stacks of a real board's Zephyr image from its stand-in: not yet).
     """
-    if rtos == "zephyr":
-        raise ProjectError("--stack-size auto: bare metal only for now (Zephyr's main stack is "
-                           "CONFIG_MAIN_STACK_SIZE)", hint="give --stack-size in bytes")
     emulator = board.emulator
+    if rtos == "zephyr" and emulator is not None and emulator.board != board.name:
+        from armgen.boards import load_board
+
+        qemu = load_board(emulator.board)
+        release = zephyr_release or _default_zephyr_release()
+        if qemu.zephyr is None or release not in qemu.zephyr.releases:
+            have = ", ".join(qemu.zephyr.releases) if qemu.zephyr is not None else "none"
+            raise ProjectError(
+                f"--stack-size auto: the QEMU machine of board '{board.name}' ({emulator.board}) has no target in "
+                f"Zephyr {release}, so its Zephyr stacks cannot be measured (releases that have it: {have})",
+                hint="give --stack-size in bytes",
+            )
+        raise ProjectError(
+            f"--stack-size auto: board '{board.name}' does not run on QEMU itself; sizing its Zephyr stacks from "
+            f"its stand-in {emulator.board} is not supported yet",
+            hint=f"give --stack-size in bytes (armgen run on the stand-in prints the high-water mark), or build "
+                 f"for {emulator.board} with --stack-size auto",
+        )
     if emulator is None or emulator.board != board.name:
         raise ProjectError(
             f"--stack-size auto: board '{board.name}' does not run on QEMU, so its image cannot be measured",
             hint="give --stack-size in bytes (armgen run on a QEMU board of the same CPU prints the high-water mark)",
         )
+
+
+def _default_zephyr_release() -> str:
+    """The release ``--zephyr-release`` defaults to (``modules/zephyr/releases.yaml``)."""
+    from armgen.workspace import default_release
+
+    return str(default_release())
 
 
 def default_rtos(board: Board) -> Rtos:

@@ -34,6 +34,8 @@ OWNERSHIP: tuple[tuple[str, str, str], ...] = (
     ("prj.conf", USER, "Zephyr: the application's Kconfig settings"),
     ("boards/*.conf", USER, "Zephyr: the board's Kconfig settings"),
     ("boards/*.overlay", USER, "Zephyr: the board's devicetree overlay"),
+    ("armgen-stacks.conf", ARMGEN, "Zephyr, `[memory] stack = \"auto\"`: the main, ISR and idle stack sizes "
+                                   "`armgen build` measured (only build writes it; commit it with the project)"),
     ("*", ARMGEN, "everything else: the program and its report (model/), pools, model API, platform layer, "
                   "linker scripts, CMake, Kconfig with the pool sizes, README, CI gate"),
 )

@@ -124,7 +124,8 @@ class ProjectRecord:
 
     @property
     def stack_auto(self) -> bool:
-        """``[memory] stack = "auto"``: ``armgen build`` sizes the stack (:mod:`armgen.firmware.stack`)."""
+        """``[memory] stack = "auto"``: ``armgen build`` sizes the stack (:mod:`armgen.firmware.stack`; Zephyr:
+        the main, ISR and idle stacks, :mod:`armgen.firmware.zephyr_stack`)."""
         return self.memory.get("stack") == "auto"
 
     @property

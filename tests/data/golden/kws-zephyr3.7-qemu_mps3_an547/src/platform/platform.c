@@ -85,9 +85,38 @@ uint32_t armgen_ticks_hz(void) {
 }
 
 /* ---- stack ---------------------------------------------------------------------------------- */
+#if defined(ARMGEN_KERNEL_STACKS_REPORT)
+/* `armgen run`'s image of a [memory] stack = "auto" project (CMakeLists.txt): also report the ISR stack and
+ * the idle thread's stack, which armgen build sizes (armgen-stacks.conf). CONFIG_INIT_STACKS paints both
+ * (the ISR stack at reset, the idle stack when the thread is made); z_stack_space_get() counts the untouched
+ * paint, as Zephyr's thread analyzer does (subsys/debug/thread_analyzer.c), with the kernel's symbols
+ * declared as that file declares them. CPU 0: these boards have one core. */
+extern struct k_thread z_idle_threads[];
+int z_stack_space_get(const uint8_t* stack_start, size_t size, size_t* unused_ptr);
+K_KERNEL_STACK_ARRAY_DECLARE(z_interrupt_stacks, CONFIG_MP_MAX_NUM_CPUS, CONFIG_ISR_STACK_SIZE);
+
+static void report_kernel_stacks(void) {
+  size_t unused = 0;
+  size_t size = K_KERNEL_STACK_SIZEOF(z_interrupt_stacks[0]);
+  /* Sleep for a tick first: the idle thread runs and waits for the timer interrupt, as on a board. */
+  k_sleep(K_TICKS(1));
+  if (z_stack_space_get(K_KERNEL_STACK_BUFFER(z_interrupt_stacks[0]), size, &unused) == 0) {
+    armgen_printf("ARMGEN stack isr reserved=%lu used=%lu\n", (unsigned long)size, (unsigned long)(size - unused));
+  }
+  struct k_thread* idle = &z_idle_threads[0];
+  if (k_thread_stack_space_get(idle, &unused) == 0) {
+    armgen_printf("ARMGEN stack idle reserved=%lu used=%lu\n", (unsigned long)idle->stack_info.size,
+                  (unsigned long)(idle->stack_info.size - unused));
+  }
+}
+#endif
+
 void armgen_stack_usage(size_t* reserved, size_t* used) {
   struct k_thread* self = k_current_get();
   size_t unused = 0;
+#if defined(ARMGEN_KERNEL_STACKS_REPORT)
+  report_kernel_stacks();
+#endif
   *reserved = self->stack_info.size;
   if (k_thread_stack_space_get(self, &unused) != 0) {
     unused = 0;
