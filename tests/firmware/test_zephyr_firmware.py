@@ -104,7 +104,7 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     elf = project / "build" / "zephyr" / "zephyr.elf"
     assert elf.is_file() and (project / "build" / "zephyr" / "zephyr.map").is_file()
     config = (project / "build" / "zephyr" / ".config").read_text()
-    # The libc setup armgen.firmware.build.zephyr_libc_args documents, and the generated prj.conf, in force.
+    # The libc setup armgen.firmware.toolchain.zephyr_libc_args documents, and the generated prj.conf, in force.
     for line in ("CONFIG_PICOLIBC=y", "CONFIG_THREAD_LOCAL_STORAGE=y", "CONFIG_SPEED_OPTIMIZATIONS=y",
                  "CONFIG_HEAP_MEM_POOL_SIZE=0", "CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC=32000000"):
         assert line in config, line

@@ -123,9 +123,9 @@ def render_project(spec: ProjectSpec, standin: ProjectSpec | None = None) -> Ren
     # armgen's patches to the pinned sources (modules/patches/), where `west patch apply` finds them in the
     # application's own west workspace (patches.yml and patch-base under the manifest repository's zephyr/).
     if spec.rtos == "zephyr":
-        from armgen.project.zephyr import zephyr_patch_files
+        from armgen.workspace.patches import patch_files
 
-        files.update(zephyr_patch_files())
+        files.update(patch_files("zephyr/"))
 
     # The program itself and what it was made with.
     try:

@@ -694,19 +694,3 @@ def west_projects(board: Board, release: ZephyrRelease, *, frontend: bool = Fals
         "projects": projects,
         "remotes": sorted(remotes.items()),
     }
-
-
-def zephyr_patch_files() -> dict[str, bytes]:
-    """armgen's patches as a Zephyr application carries them for ``west patch`` (Zephyr 4.x): the list at
-    ``zephyr/patches.yml`` (west patch's default; ``path`` entries relative to ``zephyr/patches/``, as in
-    ``modules/patches/patches.yml``) and each patch file under ``zephyr/patches/``. ``{project path: bytes}``.
-
-    Raises:
-        WorkspaceError: armgen's own patch list is unreadable or a patch differs from its checksum.
-    """
-    from armgen.workspace.patches import PATCHES_YML, source_patches
-
-    files = {"zephyr/patches.yml": PATCHES_YML.read_bytes()}
-    for p in source_patches():
-        files[f"zephyr/patches/{p.relpath}"] = p.path.read_bytes()
-    return files

@@ -164,3 +164,18 @@ def missing_patch_warnings(ws: Workspace) -> list[str]:
             out.append(f"the workspace's {p.module} lacks armgen's patch {p.name} ({state}): the image needs more "
                        f"RAM ({p.saves}); {fix}")
     return out
+
+
+def patch_files(prefix: str) -> dict[str, bytes]:
+    """armgen's patch list and files as a west manifest repository carries them for ``west patch`` (Zephyr 4.x):
+    ``{prefix}patches.yml`` (``path`` entries relative to ``{prefix}patches/``, as in :data:`PATCHES_YML`) and each
+    patch under ``{prefix}patches/``. A generated Zephyr application uses ``prefix="zephyr/"`` (west patch's
+    default places). ``{path: bytes}``.
+
+    Raises:
+        WorkspaceError: as :func:`source_patches`.
+    """
+    files = {f"{prefix}patches.yml": PATCHES_YML.read_bytes()}
+    for p in source_patches():
+        files[f"{prefix}patches/{p.relpath}"] = p.path.read_bytes()
+    return files
