@@ -111,6 +111,10 @@ def test_kws_builds_sizes_and_runs_bit_exact(zapp):
     assert "CONFIG_EXECUTORCH_ENABLE_LOGGING=y" not in config
     # the stack guard prj.conf asks for is in force (the M55's stack-limit registers)
     assert "CONFIG_HW_STACK_PROTECTION=y" in config and "CONFIG_BUILTIN_STACK_GUARD=y" in config
+    # CMSIS-NN at its own level (-Ofast on the M55): the last -O of its compile lines, after Zephyr's -O2
+    commands = json.loads((project / "build" / "compile_commands.json").read_text())
+    conv = next(c["command"] for c in commands if c["file"].endswith("arm_convolve_s8.c"))
+    assert [w for w in conv.split() if w.startswith("-O")][-1] == "-Ofast", conv
     if "CONFIG_PICOLIBC_USE_TOOLCHAIN=y" in config:  # printk's vfprintf: picolibc's integer-only variant
         nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
         symbols = {line.split()[-1]: line.split()[0] for line in nm.splitlines() if len(line.split()) == 3}
