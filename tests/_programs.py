@@ -267,3 +267,12 @@ def config_lines(text: str) -> dict[str, str]:
 
 def cleanup() -> None:  # pragma: no cover - best effort
     shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C to: SIGINT as a terminal gives it. A test run started in the
+    background by a non-interactive shell (``pytest ... &``, nohup) ignores SIGINT, children inherit that, and Python
+    keeps an ignored SIGINT ignored: the signal would never arrive (the Ctrl-C tests failed so, and only so)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from _programs import ANSI
+from _programs import ANSI, sigint_default
 from armgen.cli import main
 from armgen.cli.group import EXIT_INTERRUPTED
 from armgen.workspace import default_release, zephyr_releases
@@ -32,6 +32,7 @@ from armgen.workspace import default_release, zephyr_releases
 def _armgen_cmd() -> list[str]:
     exe = Path(sys.executable).with_name("armgen")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "armgen.cli"]
+
 
 
 def test_ctrl_c_is_its_own_status_in_one_line(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_ctrl_c_is_its_own_status_in_one_line(tmp_path: Path) -> None:
                "ARMGEN_WEIGHTS_URL": f"http://127.0.0.1:{listener.getsockname()[1]}"}
         env.pop("ARMGEN_MLPERF_DIR", None)
         proc = subprocess.Popen([*_armgen_cmd(), "weights", "fetch", "kws"], env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default)
         try:
             conn, _ = listener.accept()
             with conn:

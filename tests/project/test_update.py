@@ -23,7 +23,18 @@ from pathlib import Path
 
 import pytest
 
-from _programs import ANSI, armgen, armgen_here, compiled_file, made_project, ok, one_error_line, program, tree
+from _programs import (
+    ANSI,
+    armgen,
+    armgen_here,
+    compiled_file,
+    made_project,
+    ok,
+    one_error_line,
+    program,
+    sigint_default,
+    tree,
+)
 from armgen.project.ownership import BASE_DIR, markdown_table, owner_of
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
@@ -59,6 +70,7 @@ def _edit_main(project: Path) -> bytes:
     (project / "src" / "app").mkdir(exist_ok=True)
     (project / "src" / "app" / "mine.c").write_text("int mine(void) { return 42; }\n")
     return main.read_bytes()
+
 
 
 def test_the_ownership_table_says_whose_each_file_is():
@@ -168,7 +180,7 @@ def test_ctrl_c_in_the_middle_leaves_the_project_byte_identical(project, tmp_pat
         """))
     exe = Path(sys.executable).with_name("armgen")
     proc = subprocess.Popen([str(exe), "update", str(project), "--model", str(slow)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 240
         while not tracing.exists() and proc.poll() is None and time.monotonic() < deadline:
