@@ -199,11 +199,7 @@ def build_project(
         raise ProjectError(f"{record.path}: unknown rtos '{record.rtos}'")
     tools = find_toolchain()
     ws = resolve_workspace(workspace, ethos_u=record.backend == "ethos-u")
-    if record.frontend is not None:
-        from armgen.workspace.layout import Workspace, require_cmsis_dsp
-
-        require_cmsis_dsp(Workspace(ws), f"project {record.name} has an audio front end "
-                          f"({record.frontend.get('kind', 'mfcc')})")
+    _frontend_cmsis_dsp(record, ws)
     warnings = check_program_compatibility(record, ws)
     progress = progress or (lambda *a: None)
 
@@ -247,6 +243,20 @@ def _build_zephyr_stack_auto(record: ProjectRecord, workspace: Path | str | None
                         rebuild=False, run_input=True)  # -> BuildResult of build/run-input/
     sizing = size_zephyr_stacks(record, run_image, kw["progress"] or (lambda *a: None))
     return dataclasses.replace(_build_zephyr(record, workspace, rebuild=False, **kw), stack=sizing)
+
+
+def _frontend_cmsis_dsp(record: ProjectRecord, ws: Path) -> Path | None:
+    """The workspace's CMSIS-DSP for a project with an audio front end (None without one), checked before CMake.
+
+    Raises:
+        WorkspaceError: the workspace has none (:func:`armgen.workspace.layout.require_cmsis_dsp`).
+    """
+    if record.frontend is None:
+        return None
+    from armgen.workspace.layout import Workspace, require_cmsis_dsp
+
+    return require_cmsis_dsp(Workspace(ws), f"project {record.name} has an audio front end "
+                             f"({record.frontend.get('kind', 'mfcc')})", record.zephyr_release)
 
 
 def _measures_harness(record: ProjectRecord) -> bool:
@@ -422,8 +432,6 @@ def _build_zephyr(
         ToolchainError, BuildError: as :func:`build_project`.
     """
     from armgen.workspace import Workspace, check_zephyr_workspace, default_release, find_zephyr_workspace
-    from armgen.workspace.layout import require_cmsis_dsp
-
     progress = progress or (lambda *a: None)
     explicit = Path(workspace) if workspace else None
     release = record.zephyr_release or default_release()
@@ -437,9 +445,7 @@ def _build_zephyr(
             "mirrors), or build it with plain `west build` in a west workspace made from the project's west.yml",
         ) from exc
     tree_warnings = check_zephyr_workspace(Workspace(ws_root), record.zephyr_release or "")
-    cmsis_dsp = (require_cmsis_dsp(Workspace(ws_root), f"project {record.name} has an audio front end "
-                                   f"({record.frontend.get('kind', 'mfcc')})", record.zephyr_release)
-                 if record.frontend is not None else None)
+    cmsis_dsp = _frontend_cmsis_dsp(record, ws_root)
     target = record.zephyr_target or ""
     if not target:
         raise ProjectError(f"{record.path}: no zephyr_target", hint="regenerate: armgen update")
