@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from armgen.errors import BuildError, NoWorkspaceError, ProjectError, ToolchainError, WorkspaceError
-from armgen.firmware.build_log import first_build_error, first_cmake_error
+from armgen.firmware.build_log import first_build_error, first_cmake_error, lto_undefined_symbols
 from armgen.firmware.compiler_cache import ccache_enabled, ccache_env, ccache_launcher
 from armgen.firmware.stack import example_main_unchanged, stack_emulator
 from armgen.firmware.toolchain import (  # noqa: F401 - re-exported: where callers have found them
@@ -492,6 +492,14 @@ def _build_zephyr(
             if not (build_dir / "build.ninja").is_file() or "CMake Error" in text:
                 raise BuildError("west build: configure failed: " + first_cmake_error(log_path),
                                  hint=f"full log: {log_path}")
+            missing = lto_undefined_symbols(log_path)
+            if missing:
+                raise BuildError(
+                    f"west build: link failed: link-time optimised code calls {', '.join(missing)}, which the link "
+                    "did not resolve: a C-library function must be named in ARMGEN_LTO_LIBC_SYMBOLS (CMakeLists.txt "
+                    "says why)",
+                    hint=f"in app.cmake: list(APPEND ARMGEN_LTO_LIBC_SYMBOLS {' '.join(missing)}), or CONFIG_LTO=n in "
+                         f"prj.conf; full log: {log_path}")
             raise BuildError("west build: " + first_build_error(log_path), hint=f"full log: {log_path}")
     if not configured:
         progress("configure", 1, 1, "done")

@@ -62,6 +62,25 @@ def first_build_error(log_path: Path) -> str:
     return "build failed (see the log)"
 
 
+#: ld's "undefined reference" of code that link-time optimisation produced: the line before names an ltrans object.
+_LTRANS_UNDEFINED = re.compile(r"undefined reference to `(?P<symbol>[^']+)'")
+
+
+def lto_undefined_symbols(log_path: Path) -> list[str]:
+    """The symbols ld found undefined in link-time optimised code (``*.ltrans.o``), sorted, without repeats.
+
+    A Zephyr image's LTO link loads from the C library only what ``ARMGEN_LTO_LIBC_SYMBOLS`` names (the
+    generated CMakeLists.txt says why): a C-library function that only optimised code calls is reported
+    like this. Empty when the log has none."""
+    lines = log_path.read_text(errors="replace").splitlines()
+    found = set()
+    for i, line in enumerate(lines):
+        m = _LTRANS_UNDEFINED.search(line)
+        if m and (".ltrans" in line or (i and ".ltrans" in lines[i - 1])):
+            found.add(m.group("symbol"))
+    return sorted(found)
+
+
 def _source(obj: str) -> str:
     """The source of a CMake object path (``CMakeFiles/x.dir/src/app/a.c.obj`` -> ``src/app/a.c``)."""
     m = re.search(r"CMakeFiles/[^/]+\.dir/(.+)\.obj$", obj)

@@ -47,7 +47,26 @@ def _zephyr_rom_read_only(sec: _RawSection, elf: _Elf) -> bool:
         return False
     if _zephyr_last_section_id(sec, start, elf.linker_symbols.get("_flash_used")):
         return True
+    if _zephyr_local_isr_table(sec, elf.linker_symbols.get("_sw_isr_table")):
+        return True
     return start <= sec.vma and sec.vma + sec.size <= end and re.fullmatch(ZEPHYR_ROM_SECTIONS, sec.name) is not None
+
+
+def _zephyr_local_isr_table(sec: _RawSection, sw_isr_table: int | None) -> bool:
+    """Zephyr's ``rodata`` when it ends with the software ISR table that the linker builds.
+
+    With ``CONFIG_ISR_TABLES_LOCAL_DECLARATION`` (which ``CONFIG_LTO`` needs), each ``IRQ_CONNECT`` defines
+    its table entry where it is called, a non-const ``struct _isr_table_entry`` in a named section
+    (``_Z_ISR_TABLE_ENTRY``, include/zephyr/sw_isr_table.h, Zephyr 3.7.1 and 4.1), so the compiler marks it
+    writable; the generated ``isr_tables_swi.ld``, included at the end of the Cortex-M linker.ld's
+    ``rodata``, collects them after the symbol ``_sw_isr_table``. Only ``CONFIG_DYNAMIC_INTERRUPTS`` writes
+    the table, and Zephyr then places it in RAM ("will move some interrupt-related data structures to RAM
+    instead of ROM", arch/Kconfig), so a table in ``rodata`` counts as read-only flash. Recognised only as that: named ``rodata``, with ``_sw_isr_table``
+    inside it.
+    """
+    if sec.name != "rodata" or sw_isr_table is None:
+        return False
+    return sec.vma <= sw_isr_table <= sec.vma + sec.size
 
 
 def _zephyr_last_section_id(sec: _RawSection, rom_start: int, flash_used: int | None) -> bool:

@@ -44,8 +44,10 @@ class _Elf:
 
 
 #: Untyped symbols the linker script defines that sizing reads: Zephyr's ROM group bounds and its
-#: image size ``_flash_used`` (include/zephyr/arch/arm/cortex_m/scripts/linker.ld).
-_LINKER_SYMBOLS = ("__rom_region_start", "__rom_region_end", "_flash_used")
+#: image size ``_flash_used`` (include/zephyr/arch/arm/cortex_m/scripts/linker.ld), and the software
+#: ISR table's start when the linker builds it (``CONFIG_ISR_TABLES_LOCAL_DECLARATION``: the generated
+#: isr_tables_swi.ld).
+_LINKER_SYMBOLS = ("__rom_region_start", "__rom_region_end", "_flash_used", "_sw_isr_table")
 
 
 def _open_elf(path: Path) -> _Elf:
