@@ -61,8 +61,8 @@ def _zephyr_local_isr_table(sec: _RawSection, sw_isr_table: int | None) -> bool:
     writable; the generated ``isr_tables_swi.ld``, included at the end of the Cortex-M linker.ld's
     ``rodata``, collects them after the symbol ``_sw_isr_table``. Only ``CONFIG_DYNAMIC_INTERRUPTS`` writes
     the table, and Zephyr then places it in RAM ("will move some interrupt-related data structures to RAM
-    instead of ROM", arch/Kconfig), so a table in ``rodata`` counts as read-only flash. Recognised only as that: named ``rodata``, with ``_sw_isr_table``
-    inside it.
+    instead of ROM", arch/Kconfig), so a table in ``rodata`` counts as read-only flash. Recognised only as
+    that: named ``rodata``, with ``_sw_isr_table`` inside it.
     """
     if sec.name != "rodata" or sw_isr_table is None:
         return False
