@@ -257,7 +257,7 @@ def test_update_keeps_main_prj_conf_and_src_app_and_runs_bit_exact(zapp, tmp_pat
 
     (project / "src" / "main.cpp").write_text(SENSOR_LOOP_MAIN)
     # Their driver calls the C library (strchr), which the link-time optimised image does not name for ld
-    # (ARMGEN_LTO_LIBC_SYMBOLS): it links, because src/app/ is compiled outside LTO.
+    # (ARMGEN_LTO_LIBC_SYMBOLS): it links, because src/app/ is compiled without GCC's built-ins.
     with_libc = SENSOR_C.replace("#include <stdint.h>", "#include <stdint.h>\n#include <string.h>").replace(
         "our_product_marker[sensor_status & 7u]", "*strchr(our_product_marker + (sensor_status & 7u), 's')")
     assert "strchr" in with_libc
