@@ -229,7 +229,7 @@ def compile_cmd(
     model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json,
     offline,
 ):
-    """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
+    """Compile MODEL (kws|vww|ic|ad|sww, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
     Built-in samples get the trained MLPerf Tiny weights: --weights, else $ARMGEN_MLPERF_DIR, else
     the cache ($ARMGEN_CACHE_DIR/weights, ~/.cache/armgen/weights), else a download checked by SHA-256

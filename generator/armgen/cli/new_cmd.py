@@ -86,7 +86,7 @@ def new_cmd(
 ) -> None:
     """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
 
-    Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad).
+    Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad, sww).
     """
     from armgen.model.pretrained import offline_mode
     from armgen.pipeline import new_project

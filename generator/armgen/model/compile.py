@@ -257,7 +257,7 @@ def compile_model(
     """Compile a model to an int8 ExecuTorch program for a Cortex-M CPU or an Ethos-U NPU.
 
     Args:
-        source: a built-in sample name (``kws``, ``vww``, ``ic``, ``ad``), ``file.py``,
+        source: a built-in sample name (``kws``, ``vww``, ``ic``, ``ad``, ``sww``), ``file.py``,
             ``file.py:attr``, a ``.pt2`` path, or an already loaded :class:`ModelSource`.
         target: ``cortex-m0`` ... ``cortex-m85`` (CMSIS-NN kernels) or ``ethos-u55-32`` ...
             ``ethos-u85-2048`` (Vela delegate); same strings as upstream's aot_arm_compiler.
