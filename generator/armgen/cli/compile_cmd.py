@@ -212,8 +212,8 @@ def _print_report(report: ProgramReport) -> None:
 @click.option("--target", "-t", required=True, help="cortex-m0 .. cortex-m85, or ethos-u55-128, ethos-u85-256, ...")
 @click.option("--cpu", default=None, help="Cortex-M running non-delegated ops (Ethos-U targets; default cortex-m55).")
 @click.option("--weights", type=click.Path(dir_okay=False), default=None,
-              help="Trained float .tflite for a built-in sample (default: the MLPerf Tiny reference file "
-                   "from $ARMGEN_MLPERF_DIR, the cache, or downloaded once; see `armgen weights`).")
+              help="Trained .tflite for a built-in sample, float (int8 for sww); default: the MLPerf Tiny reference "
+                   "file from $ARMGEN_MLPERF_DIR, the cache, or downloaded once (see `armgen weights`).")
 @click.option("--calibration", type=click.Path(), default=None,
               help="Representative inputs: a directory, .npz or .pt (default: sample generator / example inputs).")
 @click.option("--system-config", default=None, help="Vela system config (Ethos-U; default: upstream's for the NPU).")

@@ -37,7 +37,7 @@ def _say(text: str) -> None:
 @click.option("--model", default=None,
               help="Model: .py / .py:attr / .pt2, or a compiled .pte with its .report.json beside it. "
                    "Default: the built-in sample NAME.")
-@click.option("--weights", default=None, help="Trained float .tflite for a built-in sample.")
+@click.option("--weights", default=None, help="Trained .tflite for a built-in sample (float; int8 for sww).")
 @click.option("--calibration", default=None, metavar="PATH",
               help="Representative inputs for int8 calibration: a directory, .npz or .pt (as `armgen compile` "
                    "takes them; default: the sample's generator, or the model's example inputs).")
