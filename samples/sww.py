@@ -28,7 +28,8 @@ Weights: there is no float ``.tflite`` of this model, so the loader dequantizes 
 Class order is upstream's ``word_labels = ["Marvin", "Silence", "Unknown"]`` (get_dataset.py): 0 the
 wakeword, 1 silence, 2 anything else. The features are log-mel filterbank energies (64 ms Hamming window
 every 32 ms, 40 mel bins 0..8 kHz, 10*log10 power + 52 dB, divided by 64 and clipped to 0..1:
-get_dataset.py ``get_lfbe_func``); armgen has no generated front end for them yet (no ``FRONTEND``).
+get_dataset.py ``get_lfbe_func``): :data:`FRONTEND` declares them, ``armgen new sww --frontend lfbe`` generates
+them in C (:mod:`armgen.model.frontend_lfbe`).
 
 Calibration: ``armgen new sww --calibration FILE`` wants NCHW windows; upstream's ``calibration_samples.npz``
 holds NHWC ``specs`` and ``labels``, so convert it once::
@@ -58,6 +59,34 @@ BLOCKS = ((3, 128), (5, 128), (10, 128), (15, 32))
 #: Log-mel bins per frame and frames per window (the reference input, 30 x 32 ms hops = 0.99 s of audio).
 MEL_BINS = 40
 FRAMES = 30
+#: The log-mel filterbank energies the reference was trained on (mlcommons/tiny
+#: benchmark/training/streaming_wakeword/get_dataset.py ``get_lfbe_func`` with str_ww_util.py's flags): 16 kHz
+#: int16 / 32768, pre-emphasis 1 - 2**-5, a 64 ms (1,024-sample) symmetric Hamming window every 32 ms (512),
+#: 1,024-point FFT, power / 1,024 floored at 1e-30, linear_to_mel_weight_matrix(40 bins, 0-8,000 Hz),
+#: (10 log10 + 52) / 64 clipped to [0, 1]; 30 frames are 1,024 + 29 x 512 = 15,872 samples. The int8 input is
+#: ``features / scale + zero_point`` truncated (evaluate.py). The 40 bins are the model's channels, time runs
+#: down H (``bins_frames``). A clip of another length becomes its last 15,872 samples, zeros in front when
+#: shorter (``align`` end: the reference fires once the word has ended; a word at the start of the window
+#: is heard as "other"). `armgen new sww --frontend lfbe` generates it in C (armgen.model.frontend_lfbe).
+FRONTEND = {
+    "kind": "lfbe",
+    "sample_rate": 16000,
+    "clip_samples": 15872,
+    "frame_length": 1024,
+    "frame_step": 512,
+    "fft_length": 1024,
+    "mel_bins": MEL_BINS,
+    "lower_hz": 0.0,
+    "upper_hz": 8000.0,
+    "preemphasis": 0.96875,
+    "window_periodic": False,
+    "power_floor": 1e-30,
+    "db_offset": 52.0,
+    "db_range": 64.0,
+    "layout": "bins_frames",
+    "align": "end",
+    "source": "mlcommons/tiny benchmark/training/streaming_wakeword/get_dataset.py (get_lfbe_func) + str_ww_util.py",
+}
 
 
 class StreamingWakeword(nn.Module):
