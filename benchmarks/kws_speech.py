@@ -112,7 +112,8 @@ def measure(cache: Path) -> dict[str, Any]:
                            input_source=f"{w}.wav")
             row = rows[w]
             if "host_float" not in row:
-                x = torch.tensor(fe.features(clip), dtype=torch.float32).reshape(1, 1, fe.num_frames, fe.num_mfcc)
+                feats = fe.model_input(fe.features(clip), (1, 1, fe.num_frames, fe.frame_features))
+                x = torch.tensor(feats, dtype=torch.float32)
                 with torch.no_grad():
                     y = sample.model(x)[0].numpy()  # type: ignore[misc]
                 row["host_float"] = labels[int(np.argmax(y))]

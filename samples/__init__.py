@@ -1,6 +1,6 @@
-"""armgen's built-in samples: the four MLPerf Tiny reference models.
+"""armgen's built-in samples: the MLPerf Tiny reference models.
 
-Each sample module (``kws``, ``vww``, ``ic``, ``ad``) defines the same names, which
+Each sample module (``kws``, ``vww``, ``ic``, ``ad``, ``sww``) defines the same names, which
 :mod:`armgen.model_source` reads:
 
 ``NAME``, ``TITLE``
@@ -11,8 +11,9 @@ Each sample module (``kws``, ``vww``, ``ic``, ``ad``) defines the same names, wh
     Output class names in output order (empty for the autoencoder, whose output is a
     reconstruction of its input).
 ``WEIGHTS_FILE``
-    File name of the trained float TFLite reference model in the MLPerf Tiny models folder
-    (``$ARMGEN_MLPERF_DIR``, default ``../shared/models/mlperf_tiny`` beside the checkout).
+    File name of the trained TFLite reference model in the MLPerf Tiny models folder
+    (``$ARMGEN_MLPERF_DIR``, else armgen's cache or a download: :mod:`armgen.model.pretrained`); float
+    for the first four, int8 for ``sww`` (MLPerf Tiny v1.3 ships no float file; its weights are dequantized).
 ``build_model()``
     The architecture as an ``nn.Module`` in eval mode, with fixed-seed (untrained) weights.
 ``representative_inputs(count, seed)``
@@ -25,4 +26,4 @@ stride-2 layers, trailing softmax); upstream ExecuTorch's ``examples.models.mlpe
 definitions are reused where they already match (``ad``).
 """
 
-SAMPLE_NAMES = ("kws", "vww", "ic", "ad")
+SAMPLE_NAMES = ("kws", "vww", "ic", "ad", "sww")

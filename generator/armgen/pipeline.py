@@ -214,7 +214,7 @@ def _frontend(kind: str, source: str) -> tuple[Any, tuple[str, ...]]:
     decl, labels = declared_frontend(source)
     if decl is None:
         raise ProjectError(f"{source} declares no front end (a module-level FRONTEND = {{'kind': '{kind}', ...}})",
-                           hint="see samples/kws.py for the MLPerf Tiny KWS declaration")
+                           hint="see samples/kws.py (mfcc) or samples/sww.py (lfbe) for the MLPerf Tiny declarations")
     fe = frontend_from_declaration(decl, source)
     if fe.kind != kind:
         raise ProjectError(f"{source} declares a {fe.kind} front end, not {kind}")

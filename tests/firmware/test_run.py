@@ -600,6 +600,7 @@ SAMPLE_RUNS = [
     ("vww", "qemu_mps3_an547"),
     ("ic", "qemu_mps3_an547"),
     ("ad", "qemu_mps3_an547"),
+    ("sww", "qemu_mps3_an547"),
     ("kws", "qemu_mps2_an386"),
 ]
 

@@ -24,7 +24,9 @@ WORDS = ("down", "go", "left", "no", "off", "on", "right", "stop", "up", "yes")
 def _kws_frontend() -> MfccFrontend:
     from armgen.model.model_source import sample_module
 
-    return frontend_from_declaration(sample_module("kws").FRONTEND, "kws")
+    fe = frontend_from_declaration(sample_module("kws").FRONTEND, "kws")
+    assert isinstance(fe, MfccFrontend)
+    return fe
 
 
 def test_numpy_pipeline_matches_tensorflow():

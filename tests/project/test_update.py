@@ -373,7 +373,7 @@ def test_a_missing_model_file_is_said_before_anything_is_compiled(tmp_path):
         (("new", "x", "--model", f"{nope}.py:make", "--board", BOARD, "--out", str(tmp_path)), f"{nope}.py: model file not found"),
         (("update", str(project), "--model", f"{nope}.py"), f"{nope}.py: model file not found"),
         (("update", str(project), "--model", f"{nope}.pt2"), f"{nope}.pt2: model file not found"),
-        (("update", str(project), "--model", "nope"), "'nope' is not a built-in sample (kws, vww, ic, ad) nor a .py"),
+        (("update", str(project), "--model", "nope"), "'nope' is not a built-in sample (kws, vww, ic, ad, sww) nor a .py"),
         (("update", str(project), "--model", str(MODELS / "update_v1.py"), "--calibration", f"{nope}.npz"),
          f"{nope}.npz: calibration data not found"),
         (("update", str(project), "--model", str(MODELS / "update_v1.py"), "--board", "nope"), "unknown board 'nope'"),

@@ -212,8 +212,8 @@ def _print_report(report: ProgramReport) -> None:
 @click.option("--target", "-t", required=True, help="cortex-m0 .. cortex-m85, or ethos-u55-128, ethos-u85-256, ...")
 @click.option("--cpu", default=None, help="Cortex-M running non-delegated ops (Ethos-U targets; default cortex-m55).")
 @click.option("--weights", type=click.Path(dir_okay=False), default=None,
-              help="Trained float .tflite for a built-in sample (default: the MLPerf Tiny reference file "
-                   "from $ARMGEN_MLPERF_DIR, the cache, or downloaded once; see `armgen weights`).")
+              help="Trained .tflite for a built-in sample, float (int8 for sww); default: the MLPerf Tiny reference "
+                   "file from $ARMGEN_MLPERF_DIR, the cache, or downloaded once (see `armgen weights`).")
 @click.option("--calibration", type=click.Path(), default=None,
               help="Representative inputs: a directory, .npz or .pt (default: sample generator / example inputs).")
 @click.option("--system-config", default=None, help="Vela system config (Ethos-U; default: upstream's for the NPU).")
@@ -229,7 +229,7 @@ def compile_cmd(
     model, target, cpu, weights, calibration, system_config, memory_mode, vela_config, name, out_dir, as_json,
     offline,
 ):
-    """Compile MODEL (kws|vww|ic|ad, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
+    """Compile MODEL (kws|vww|ic|ad|sww, file.py[:attr], file.pt2) to an int8 ExecuTorch program.
 
     Built-in samples get the trained MLPerf Tiny weights: --weights, else $ARMGEN_MLPERF_DIR, else
     the cache ($ARMGEN_CACHE_DIR/weights, ~/.cache/armgen/weights), else a download checked by SHA-256

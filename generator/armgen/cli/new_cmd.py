@@ -37,7 +37,7 @@ def _say(text: str) -> None:
 @click.option("--model", default=None,
               help="Model: .py / .py:attr / .pt2, or a compiled .pte with its .report.json beside it. "
                    "Default: the built-in sample NAME.")
-@click.option("--weights", default=None, help="Trained float .tflite for a built-in sample.")
+@click.option("--weights", default=None, help="Trained .tflite for a built-in sample (float; int8 for sww).")
 @click.option("--calibration", default=None, metavar="PATH",
               help="Representative inputs for int8 calibration: a directory, .npz or .pt (as `armgen compile` "
                    "takes them; default: the sample's generator, or the model's example inputs).")
@@ -59,9 +59,9 @@ def _say(text: str) -> None:
               help="Replace an existing armgen project directory (one holding armgen.toml; any other directory is "
                    "refused): every file armgen generates is overwritten (edits to them are lost); build/ and files "
                    "armgen does not generate (your own) are kept.")
-@click.option("--frontend", type=click.Choice(["mfcc"]), default=None,
-              help="Generate the model's audio front end in C (its source's FRONTEND declaration, e.g. "
-                   "kws's MLPerf Tiny MFCC) on CMSIS-DSP: the firmware takes 16-bit PCM; bare metal.")
+@click.option("--frontend", type=click.Choice(["mfcc", "lfbe"]), default=None,
+              help="Generate the model's audio front end in C (its source's FRONTEND declaration: kws's MLPerf "
+                   "Tiny MFCC, sww's log-mel filterbank energies, lfbe) on CMSIS-DSP: the firmware takes 16-bit PCM.")
 @click.option("--standin", "standin_choice", type=click.Choice(["auto", "baremetal"]), default="auto",
               show_default=True,
               help="The stand-in application `armgen run` builds for the board's QEMU machine, rendered with the "
@@ -86,7 +86,7 @@ def new_cmd(
 ) -> None:
     """Create NAME/ under --out: a firmware project with exact static pools and selective ops.
 
-    Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad).
+    Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad, sww).
     """
     from armgen.model.pretrained import offline_mode
     from armgen.pipeline import new_project
@@ -136,5 +136,5 @@ def new_cmd(
     fe = spec.frontend
     if fe is not None:
         _say(f"front end: {fe.kind}, {fe.clip_samples} samples at {fe.sample_rate} Hz -> {fe.num_frames} x "
-             f"{fe.num_mfcc} int8 (src/frontend/, CMSIS-DSP); try: armgen run {project} --input word.wav")
+             f"{fe.frame_features} int8 (src/frontend/, CMSIS-DSP); try: armgen run {project} --input word.wav")
     _say(f"next: armgen build {project}")

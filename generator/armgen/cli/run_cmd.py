@@ -247,7 +247,7 @@ def _print_audio(run: Any, record: ProjectRecord, cpu_line: str, as_json: bool) 
         say(f"input: {rr.input_source} ({rr.clip_samples} samples at {frontend.sample_rate} Hz)")
         say(f"heard: {rr.label} (score {rr.score:.3f}); the host pipeline + lowered program: {rr.host_label}")
         say(f"features vs host pipeline: max {rr.features_max_lsb} LSB ({rr.features_off} of "
-            f"{frontend.num_frames * frontend.num_mfcc} values differ; allowed 1 LSB)")
+            f"{frontend.num_frames * frontend.frame_features} values differ; allowed 1 LSB)")
         for o in rr.outputs:
             say(f"output {o.index} vs the host network on the firmware's features: "
                 f"max {o.max_lsb_diff:g} LSB" if o.max_lsb_diff is not None else f"output {o.index}: no reference")

@@ -45,7 +45,8 @@ def _say(text: str) -> None:
 @click.argument("project", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--model", default=None, help="A new model source (.py / .py:attr / .pt2 / .pte); default: the "
                                             "record's, compiled again.")
-@click.option("--weights", default=None, help="Trained float .tflite for a built-in sample; default: the record's.")
+@click.option("--weights", default=None,
+              help="Trained .tflite for a built-in sample (float; int8 for sww); default: the record's.")
 @click.option("--calibration", default=None, metavar="PATH",
               help="Representative inputs for int8 calibration; default: the record's.")
 @click.option("--stack-size", type=_StackSize(), default=None, metavar="BYTES|auto",

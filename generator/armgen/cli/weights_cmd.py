@@ -72,7 +72,7 @@ def list_cmd() -> None:
 @offline_option("Download nothing: only check that SAMPLES are cached and verified; one that is not is an error "
                 "(as ARMGEN_OFFLINE=1).")
 def fetch_cmd(samples: tuple[str, ...], force: bool, offline: bool) -> None:
-    """Download SAMPLES' trained weights into the cache (default: all four), each checked by SHA-256."""
+    """Download SAMPLES' trained weights into the cache (default: all of them), each checked by SHA-256."""
     with pretrained.offline_mode(offline):
         for sample in _samples(samples):
             already = not force and pretrained.cached(sample) is not None

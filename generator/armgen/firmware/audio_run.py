@@ -1,14 +1,16 @@
 """Runs of a firmware with an audio front end: a clip in, features and a label out, each checked.
 
-A project made with ``armgen new ... --frontend mfcc`` takes 16-bit PCM, not the model's input
+A project made with ``armgen new ... --frontend mfcc`` (or ``lfbe``) takes 16-bit PCM, not the model's input
 tensor. ``armgen run --input word.wav`` reads the clip on the host (:func:`armgen.model.frontend.read_wav`:
-any PCM or float WAV, resampled to the front end's rate), pads or cuts it to one clip and hands it to
+any PCM or float WAV, resampled to the front end's rate), pads or cuts it to one clip (:func:`clip_for`:
+a one-shot window, the first or the last ``clip_samples`` as the front end says) and hands it to
 the firmware as ``input.bin``; the firmware prints its int8 features (the model input), its outputs
 and the timer ticks of each stage. This module checks
 
 - **the front end**: the firmware's int8 features against the host pipeline's
-  (:meth:`armgen.model.frontend.MfccFrontend.features`, quantized with the input's scale and zero
-  point), element by element, within :data:`FEATURE_TOLERANCE_LSB`;
+  (``features`` of :class:`armgen.model.frontend.MfccFrontend` or
+  :class:`armgen.model.frontend_lfbe.LfbeFrontend`, quantized as the front end does it with the input's
+  scale and zero point), element by element, within :data:`FEATURE_TOLERANCE_LSB`;
 - **the network**: the firmware's outputs against the lowered program run on the host with the
   *firmware's* features (so a front-end LSB does not show up as a network error), exactly as
   :mod:`armgen.firmware.run` checks any input;
@@ -33,10 +35,10 @@ from armgen.firmware.host_io import output_array
 from armgen.firmware.qemu import instructions_from_ticks, run_qemu
 from armgen.firmware.run import quality_finding
 from armgen.firmware.run_report import LSB_TOLERANCE, UNTRAINED_NOTE, Finding, OutputCheck, compare_outputs
-from armgen.model.frontend import MfccFrontend
+from armgen.model.frontend import Frontend
 from armgen.model.program_report import ProgramReport
 from armgen.model.reference import float_model_outputs, reference_outputs
-from armgen.model.tensors import dequantize, quantize, to_logical_order
+from armgen.model.tensors import dequantize, to_logical_order
 
 #: Largest difference allowed between the firmware's and the host's int8 features (LSB of the
 #: model input): float32 on the device against float64 on the host may round a value the other way.
@@ -84,13 +86,13 @@ class AudioRunReport:
         return asdict(self)
 
 
-def clip_for(frontend: MfccFrontend, pcm: np.ndarray) -> np.ndarray:
-    """``pcm`` cut or zero-padded to one clip (``frontend.clip_samples`` int16 samples)."""
-    x = np.asarray(pcm, dtype=np.int16).reshape(-1)[: frontend.clip_samples]
-    return np.pad(x, (0, frontend.clip_samples - x.size))
+def clip_for(frontend: Frontend, pcm: np.ndarray) -> np.ndarray:
+    """``pcm`` cut or zero-padded to one clip (``frontend.clip_samples`` int16 samples) as the front end
+    does it (``fit``: MFCC the first samples, zeros after; LFBE as its ``align`` says, sww the last, zeros before)."""
+    return frontend.fit(pcm)
 
 
-def synthetic_clip(frontend: MfccFrontend, seconds: float = 0.6) -> np.ndarray:
+def synthetic_clip(frontend: Frontend, seconds: float = 0.6) -> np.ndarray:
     """A deterministic test clip: a 300 -> 3,000 Hz linear chirp of ``seconds`` at half full scale,
     then silence (what ``armgen run`` hands a front end without ``--input``)."""
     n = int(frontend.sample_rate * seconds)
@@ -100,7 +102,7 @@ def synthetic_clip(frontend: MfccFrontend, seconds: float = 0.6) -> np.ndarray:
     return clip_for(frontend, np.rint(16384 * np.sin(phase)).astype(np.int16))
 
 
-def host_features(frontend: MfccFrontend, clip: np.ndarray, report: ProgramReport) -> np.ndarray:
+def host_features(frontend: Frontend, clip: np.ndarray, report: ProgramReport) -> np.ndarray:
     """The host pipeline's int8 features of ``clip``, in the program input's logical shape.
 
     Raises:
@@ -109,8 +111,8 @@ def host_features(frontend: MfccFrontend, clip: np.ndarray, report: ProgramRepor
     info = report.inputs[0]
     if info.scale is None or info.zero_point is None or info.dtype != "int8":
         raise RunError(f"program {report.name}'s input is not a quantized int8 tensor")
-    q = quantize(frontend.features(clip), info.scale, info.zero_point, np.int8)
-    return q.reshape(info.shape)
+    q = frontend.quantized(frontend.features(clip), info.scale, info.zero_point)
+    return frontend.model_input(q, info.shape)
 
 
 def top_class(values: np.ndarray, report: ProgramReport, labels: tuple[str, ...]) -> tuple[str, float]:
@@ -122,7 +124,7 @@ def top_class(values: np.ndarray, report: ProgramReport, labels: tuple[str, ...]
 
 
 def run_audio(
-    elf: Path, report: ProgramReport, emulator: Emulator, frontend: MfccFrontend, pcm: np.ndarray, *,
+    elf: Path, report: ProgramReport, emulator: Emulator, frontend: Frontend, pcm: np.ndarray, *,
     report_dir: Path, labels: tuple[str, ...] = (), input_source: str = "clip", timeout: float = 60.0,
     log_path: Path | None = None, firmware: str = "baremetal",
 ) -> AudioRunReport:
@@ -188,7 +190,7 @@ def run_audio(
     )
 
 
-def _float_quality(report: ProgramReport, report_dir: Path, frontend: MfccFrontend, clip: np.ndarray,
+def _float_quality(report: ProgramReport, report_dir: Path, frontend: Frontend, clip: np.ndarray,
                    checks: list[OutputCheck], findings: list[Finding]) -> tuple[dict[str, Any], ...]:
     """The firmware's outputs against the saved float model on the host's float features (appends the
     finding that prints them, and the untrained-weights warning)."""
@@ -197,7 +199,7 @@ def _float_quality(report: ProgramReport, report_dir: Path, frontend: MfccFronte
     floats = None
     if report.files.get("float_program"):
         try:
-            feats = np.asarray(frontend.features(clip), dtype=np.float32).reshape(report.inputs[0].shape)
+            feats = frontend.model_input(np.asarray(frontend.features(clip), dtype=np.float32), report.inputs[0].shape)
             floats = float_model_outputs(report, report_dir, [feats])
         except ModelError as exc:
             findings.append(Finding("warning", "int8 vs float", f"not measured: {exc.message}"))

@@ -257,7 +257,7 @@ def compile_model(
     """Compile a model to an int8 ExecuTorch program for a Cortex-M CPU or an Ethos-U NPU.
 
     Args:
-        source: a built-in sample name (``kws``, ``vww``, ``ic``, ``ad``), ``file.py``,
+        source: a built-in sample name (``kws``, ``vww``, ``ic``, ``ad``, ``sww``), ``file.py``,
             ``file.py:attr``, a ``.pt2`` path, or an already loaded :class:`ModelSource`.
         target: ``cortex-m0`` ... ``cortex-m85`` (CMSIS-NN kernels) or ``ethos-u55-32`` ...
             ``ethos-u85-2048`` (Vela delegate); same strings as upstream's aot_arm_compiler.
@@ -270,7 +270,7 @@ def compile_model(
             ``Ethos_U55_High_End_Embedded``/``Shared_Sram``, U65 -> ``Ethos_U65_High_End``/
             ``Dedicated_Sram_384KB``, U85 -> ``Ethos_U85_SYS_DRAM_Mid``/``Sram_Only``).
         vela_config_file: a Vela ``.ini`` instead of Vela's built-in ``Arm/vela.ini``.
-        weights: trained float ``.tflite`` for a built-in sample.
+        weights: trained ``.tflite`` for a built-in sample (float; int8 for ``sww``, dequantized).
         calibration: directory / ``.npz`` / ``.pt`` of representative inputs; without it the
             sample's generator or the example inputs are used (with a warning).
         name: output file stem (default: the sample name or the model file's stem).

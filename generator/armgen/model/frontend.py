@@ -1,7 +1,9 @@
-"""Audio front ends declared with a model: the MFCC pipeline a keyword spotter was trained on.
+"""Audio front ends declared with a model: the features a keyword spotter was trained on.
 
-A model source declares its front end as a module attribute ``FRONTEND`` (a dict; ``samples/kws.py``
-has the MLPerf Tiny KWS one). armgen turns the declaration into:
+A model source declares its front end as a module attribute ``FRONTEND`` (a dict with a ``kind``;
+``samples/kws.py`` has the MLPerf Tiny KWS MFCC one, ``samples/sww.py`` the streaming wakeword's log-mel
+filterbank energies, kind ``lfbe``: :mod:`armgen.model.frontend_lfbe`). For the MFCC, armgen turns the
+declaration into:
 
 - a host reference of the pipeline in numpy (:meth:`MfccFrontend.features`), the firmware's ground
   truth: it was checked against TensorFlow's own functions (``tf.signal.stft``,
@@ -32,9 +34,11 @@ from typing import Any
 import numpy as np
 
 from armgen.errors import ModelError
+from armgen.model.frontend_lfbe import LfbeFrontend
+from armgen.model.frontend_mel import mel_weight_matrix, sparse_rows
 
 #: The front-end kinds armgen generates (``armgen new --frontend``).
-FRONTEND_KINDS = ("mfcc",)
+FRONTEND_KINDS = ("mfcc", "lfbe")
 
 
 @dataclass(frozen=True)
@@ -75,9 +79,20 @@ class MfccFrontend:
         """Spectrum bins of the real FFT (``fft_length / 2 + 1``)."""
         return self.fft_length // 2 + 1
 
+    @property
+    def frame_features(self) -> int:
+        """Values per frame: the coefficients kept."""
+        return self.num_mfcc
+
     def as_record(self) -> dict[str, Any]:
         """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``."""
         return {"kind": self.kind, **asdict(self)}
+
+    def check(self) -> str | None:
+        """What is wrong with the parameters, or None (the kind-specific part of the declaration check)."""
+        if not 0 <= self.lower_hz < self.upper_hz <= self.sample_rate / 2 or not 0 < self.num_mfcc <= self.mel_bins:
+            return "the mel band and coefficient count are out of range"
+        return None
 
     # --- the pipeline, float64 -----------------------------------------------------------------
 
@@ -89,24 +104,18 @@ class MfccFrontend:
     def mel_matrix(self) -> np.ndarray:
         """``num_bins x mel_bins`` weights: TensorFlow's ``linear_to_mel_weight_matrix`` (HTK mel,
         ``1127 ln(1 + f / 700)``; the DC bin weighs 0), in float64."""
-
-        def mel(hz: np.ndarray) -> np.ndarray:
-            return 1127.0 * np.log1p(hz / 700.0)
-
-        freqs = np.linspace(0.0, self.sample_rate / 2.0, self.num_bins)[1:]
-        bins_mel = mel(freqs)[:, None]
-        edges = np.linspace(mel(np.array(self.lower_hz)), mel(np.array(self.upper_hz)), self.mel_bins + 2)
-        lower, center, upper = edges[:-2][None, :], edges[1:-1][None, :], edges[2:][None, :]
-        rising = (bins_mel - lower) / (center - lower)
-        falling = (upper - bins_mel) / (upper - center)
-        weights = np.maximum(0.0, np.minimum(rising, falling))
-        return np.vstack([np.zeros((1, self.mel_bins)), weights])
+        return mel_weight_matrix(self.num_bins, self.mel_bins, self.sample_rate, self.lower_hz, self.upper_hz)
 
     def dct_matrix(self) -> np.ndarray:
         """``num_mfcc x mel_bins``: TensorFlow's DCT-II times ``rsqrt(2 * mel_bins)``."""
         n = np.arange(self.mel_bins)
         k = np.arange(self.num_mfcc)[:, None]
         return 2.0 * np.cos(np.pi * k * (2 * n + 1) / (2.0 * self.mel_bins)) / math.sqrt(2.0 * self.mel_bins)
+
+    def fit(self, pcm: np.ndarray) -> np.ndarray:
+        """``pcm`` as one clip: its first ``clip_samples`` int16 samples, zero-padded at the end."""
+        x = np.asarray(pcm, dtype=np.int16).reshape(-1)[: self.clip_samples]
+        return np.pad(x, (0, self.clip_samples - x.size))
 
     def normalised(self, pcm: np.ndarray) -> np.ndarray:
         """The clip as the pipeline sees it: float64, divided by its maximum, ``clip_samples`` long.
@@ -128,6 +137,17 @@ class MfccFrontend:
         mel = spectrum @ self.mel_matrix()
         return np.log(mel + self.log_offset) @ self.dct_matrix().T
 
+    def model_input(self, features: np.ndarray, shape: tuple[int, ...] | list[int]) -> np.ndarray:
+        """``num_frames x num_mfcc`` values in the model input's logical ``shape`` (frame-major)."""
+        return np.asarray(features).reshape(tuple(shape))
+
+    def quantized(self, features: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+        """int8 of ``features``, rounded to nearest as ExecuTorch quantizes
+        (:func:`armgen.model.tensors.quantize`)."""
+        from armgen.model.tensors import quantize
+
+        return quantize(features, scale, zero_point, np.int8)
+
     # --- what the generated C embeds -----------------------------------------------------------
 
     def tables(self) -> dict[str, Any]:
@@ -138,57 +158,84 @@ class MfccFrontend:
             nonzero bin and count per mel bin), ``mel_weights`` (the nonzero weights, bins in order),
             ``dct`` (``num_mfcc * mel_bins`` values, row-major).
         """
-        mel = self.mel_matrix()
-        starts: list[int] = []
-        counts: list[int] = []
-        weights: list[float] = []
-        for m in range(self.mel_bins):
-            nz = np.nonzero(mel[:, m])[0]
-            start = int(nz[0]) if nz.size else 0
-            count = int(nz[-1] - nz[0] + 1) if nz.size else 0
-            starts.append(start)
-            counts.append(count)
-            weights.extend(float(np.float32(w)) for w in mel[start : start + count, m])
         return {
             "window": [float(np.float32(w)) for w in self.window()],
-            "mel_start": starts,
-            "mel_count": counts,
-            "mel_weights": weights,
+            **sparse_rows(self.mel_matrix()),
             "dct": [float(np.float32(v)) for v in self.dct_matrix().reshape(-1)],
         }
 
 
-def frontend_from_declaration(decl: Any, where: str) -> MfccFrontend:
+#: Any front end armgen generates.
+Frontend = MfccFrontend | LfbeFrontend
+
+_CLASSES: dict[str, type[MfccFrontend] | type[LfbeFrontend]] = {"mfcc": MfccFrontend, "lfbe": LfbeFrontend}
+
+
+def frontend_from_declaration(decl: Any, where: str) -> Frontend:
     """The front end a model source declares (its ``FRONTEND`` dict).
 
     Raises:
         ModelError: not a dict, an unknown kind or key, or parameters that do not make frames.
     """
     if not isinstance(decl, dict):
-        raise ModelError(f"{where}: FRONTEND must be a dict (kind = 'mfcc' and the pipeline's parameters)")
+        raise ModelError(f"{where}: FRONTEND must be a dict (kind = one of {', '.join(FRONTEND_KINDS)}, and the "
+                         "pipeline's parameters)")
     decl = dict(decl)
     kind = decl.pop("kind", None)
     if kind not in FRONTEND_KINDS:
         raise ModelError(f"{where}: FRONTEND kind {kind!r} is not one of: {', '.join(FRONTEND_KINDS)}")
-    known = set(MfccFrontend.__dataclass_fields__)
+    cls = _CLASSES[kind]
+    known = set(cls.__dataclass_fields__)
     unknown = sorted(set(decl) - known)
     if unknown:
         raise ModelError(f"{where}: FRONTEND has unknown keys {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     try:
-        fe = MfccFrontend(**decl)
+        fe = cls(**decl)
     except TypeError as exc:
         raise ModelError(f"{where}: FRONTEND: {exc}") from exc
     if fe.frame_length > fe.fft_length or fe.fft_length & (fe.fft_length - 1) or fe.clip_samples < fe.frame_length:
         raise ModelError(f"{where}: FRONTEND: frames of {fe.frame_length} need an FFT length that is a power of two "
                          f"at least as long (got {fe.fft_length}) and a clip of at least one frame")
-    if not 0 <= fe.lower_hz < fe.upper_hz <= fe.sample_rate / 2 or not 0 < fe.num_mfcc <= fe.mel_bins:
-        raise ModelError(f"{where}: FRONTEND: the mel band and coefficient count are out of range")
+    problem = fe.check()
+    if problem is not None:
+        raise ModelError(f"{where}: FRONTEND: {problem}")
     if fe.fft_length not in (32, 64, 128, 256, 512, 1024, 2048, 4096):
         raise ModelError(f"{where}: FRONTEND: CMSIS-DSP's arm_rfft_fast_f32 has no {fe.fft_length}-point transform")
     return fe
 
 
-def frontend_from_record(table: dict[str, Any]) -> MfccFrontend:
+def memory_strides(frontend: Frontend, shape: tuple[int, ...] | list[int],
+                   dim_order: tuple[int, ...] | list[int]) -> tuple[int, int]:
+    """Where feature (frame ``f``, value ``k``) lies in the model input's memory: ``f * frame + k * value``.
+
+    Args:
+        shape / dim_order: the program input's logical shape and dim order (memory order of its dimensions).
+
+    Returns:
+        (frame stride, value stride), in elements.
+
+    Raises:
+        ModelError: the input's memory does not hold the features at two fixed strides.
+    """
+    frames, per = frontend.num_frames, frontend.frame_features
+    ids = np.arange(frames * per).reshape(frames, per)
+    logical = frontend.model_input(ids, shape)
+    if len(dim_order) == logical.ndim:
+        logical = np.transpose(logical, tuple(dim_order))
+    stored = logical.reshape(-1)
+    pos = np.empty(frames * per, dtype=np.int64)
+    pos[stored] = np.arange(stored.size)
+    pos = pos.reshape(frames, per)
+    frame_stride = int(pos[1, 0] - pos[0, 0]) if frames > 1 else per
+    value_stride = int(pos[0, 1] - pos[0, 0]) if per > 1 else 1
+    expected = pos[0, 0] + frame_stride * np.arange(frames)[:, None] + value_stride * np.arange(per)[None, :]
+    if not np.array_equal(pos, expected):
+        raise ModelError(f"the {frontend.kind} front end's features do not lie at fixed strides in the input "
+                         f"{'x'.join(map(str, shape))} (dim order {tuple(dim_order)})")
+    return frame_stride, value_stride
+
+
+def frontend_from_record(table: dict[str, Any]) -> Frontend:
     """The front end an ``armgen.toml`` ``[frontend]`` table records.
 
     Raises:

@@ -2,7 +2,7 @@
 
 Accepted ``MODEL`` arguments of ``armgen compile``:
 
-``kws`` | ``vww`` | ``ic`` | ``ad``
+``kws`` | ``vww`` | ``ic`` | ``ad`` | ``sww``
     A built-in sample (see ``samples/``). Trained weights are the MLPerf Tiny reference ``.tflite``
     (``--weights``, ``$ARMGEN_MLPERF_DIR``, the cache, or downloaded once: :mod:`armgen.model.pretrained`);
     without any, fixed-seed weights are used with a warning.
@@ -90,10 +90,10 @@ def load_sample(name: str, weights: Path | str | None = None, use_default_weight
     """Build a built-in sample.
 
     Args:
-        name: ``kws``, ``vww``, ``ic`` or ``ad``.
-        weights: a float ``.tflite`` with trained weights; ``None`` finds the sample's MLPerf Tiny
-            reference file (``$ARMGEN_MLPERF_DIR``, the cache, a download: :mod:`armgen.model.pretrained`)
-            when ``use_default_weights``.
+        name: ``kws``, ``vww``, ``ic``, ``ad`` or ``sww``.
+        weights: a ``.tflite`` with trained weights (float; int8 for ``sww``, dequantized); ``None`` finds
+            the sample's MLPerf Tiny reference file (``$ARMGEN_MLPERF_DIR``, the cache, a download:
+            :mod:`armgen.model.pretrained`) when ``use_default_weights``.
         use_default_weights: look for the reference file when ``weights`` is ``None``.
 
     Raises:

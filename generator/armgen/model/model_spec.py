@@ -39,7 +39,7 @@ def samples_package() -> types.ModuleType:
 
 
 def sample_names() -> tuple[str, ...]:
-    """Return the names of the built-in samples (``kws``, ``vww``, ``ic``, ``ad``)."""
+    """Return the names of the built-in samples (``kws``, ``vww``, ``ic``, ``ad``, ``sww``)."""
     return tuple(samples_package().SAMPLE_NAMES)
 
 

@@ -1,9 +1,10 @@
-"""Trained weights of the built-in samples: MLPerf Tiny's reference float models, downloaded once.
+"""Trained weights of the built-in samples: MLPerf Tiny's reference models, downloaded once.
 
 As torchvision does for its models, armgen fetches the trained weights of a sample on first use from
 their public home, checks them against a SHA-256 armgen ships (:data:`WEIGHTS`), and keeps them in a
 cache folder. The files are MLPerf Tiny's float references (github.com/mlcommons/tiny at commit
-:data:`MLPERF_TINY_COMMIT`, ``benchmark/training/*/trained_models/``, Apache-2.0).
+:data:`MLPERF_TINY_COMMIT`, ``benchmark/training/*/trained_models/``, Apache-2.0), and for ``sww`` the
+int8 reference (there is no float one), whose weights :mod:`armgen.model.tflite_weights` dequantizes.
 
 Where a sample's weights come from, first match wins (:func:`find_weights`):
 
@@ -55,7 +56,7 @@ class WeightsFile:
     sha256: str
 
 
-#: The trained float file of each sample (SHA-256 and size of the files at :data:`MLPERF_TINY_COMMIT`).
+#: The trained reference file of each sample (SHA-256 and size of the files at :data:`MLPERF_TINY_COMMIT`).
 WEIGHTS: dict[str, WeightsFile] = {
     w.sample: w
     for w in (
@@ -71,6 +72,10 @@ WEIGHTS: dict[str, WeightsFile] = {
         WeightsFile("ad", "ad01_fp32.tflite",
                     "benchmark/training/anomaly_detection/trained_models/ad01_fp32.tflite", 1067648,
                     "c66636f4d7f8af8b10518e7be750a22c9d8d46ec97326b40b0d94c097e0aad9b"),
+        # MLPerf Tiny v1.3 ships this benchmark's model as int8 only; the loader dequantizes it.
+        WeightsFile("sww", "str_ww_ref_model.tflite",
+                    "benchmark/training/streaming_wakeword/trained_models/str_ww_ref_model.tflite", 74520,
+                    "3af8550895ba7d5c584277102b5075c52dcfa63ba9d2b2240f37c4e6abd5dd2b"),
     )
 }
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Literal
 
 from armgen.boards import Board
-from armgen.errors import ProjectError
-from armgen.model.frontend import MfccFrontend
+from armgen.errors import ModelError, ProjectError
+from armgen.model.frontend import Frontend
 from armgen.model.program_report import ProgramReport
 
 Rtos = Literal["baremetal", "zephyr"]
@@ -192,21 +192,29 @@ def reads_input_file(board: Board, rtos: str) -> bool:
     return board.baremetal.console == "semihosting"
 
 
-def check_frontend(frontend: MfccFrontend, report: ProgramReport, rtos: str) -> None:
+def check_frontend(frontend: Frontend, report: ProgramReport, rtos: str) -> None:
     """Check an audio front end can feed the program.
 
     Raises:
-        ProjectError: a program that does not take one quantized int8 input of ``num_frames x num_mfcc`` elements.
+        ProjectError: a program that does not take one quantized int8 input of ``num_frames x frame_features``
+            elements, or whose input memory does not hold them at fixed strides.
     """
-    want = frontend.num_frames * frontend.num_mfcc
+    from armgen.model.frontend import memory_strides
+
+    want = frontend.num_frames * frontend.frame_features
     ins = report.inputs
     if len(ins) != 1 or ins[0].dtype != "int8" or ins[0].scale is None or ins[0].zero_point is None:
         raise ProjectError(f"the {frontend.kind} front end writes one quantized int8 input; program "
                            f"{report.name} takes {len(ins)} input(s) of {', '.join(t.dtype for t in ins)}")
     numel = math.prod(ins[0].shape)
     if numel != want:
-        raise ProjectError(f"the {frontend.kind} front end makes {frontend.num_frames} x {frontend.num_mfcc} = {want} "
-                           f"values; program {report.name}'s input {'x'.join(map(str, ins[0].shape))} has {numel}")
+        shape = "x".join(map(str, ins[0].shape))
+        raise ProjectError(f"the {frontend.kind} front end makes {frontend.num_frames} x {frontend.frame_features} = "
+                           f"{want} values; program {report.name}'s input {shape} has {numel}")
+    try:
+        memory_strides(frontend, ins[0].shape, ins[0].dim_order)
+    except ModelError as exc:
+        raise ProjectError(exc.message) from exc
 
 
 def check_program_fits(

@@ -89,7 +89,7 @@ class ProjectRecord:
             pools: ``[[pools]]``.
         budgets: ``[budgets]`` as written (bytes or size strings; :mod:`armgen.firmware.size` parses it).
         frontend: ``[frontend]``: the audio front end's parameters
-            (:meth:`armgen.model.frontend.MfccFrontend.as_record`), None without one.
+            (``as_record`` of :mod:`armgen.model.frontend`'s classes), None without one.
         files: ``[files]``: project-relative path -> SHA-256 (hex) of every file armgen wrote (the record
             itself left out); empty in a version 1 record.
         run: ``[run]``: how `armgen run` checks the project (:class:`armgen.project.run_plan.RunPlan`); None

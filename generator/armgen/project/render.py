@@ -673,23 +673,25 @@ def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:
     fe = spec.frontend
     if fe is None:
         return None
+    from armgen.model.frontend import LfbeFrontend, memory_strides
+
     tables = fe.tables()
     io = spec.inputs[0]
     assert io.scale is not None and io.zero_point is not None  # checked by options.check_frontend
-    return {
-        "params": fe,
-        "num_frames": fe.num_frames,
-        "num_bins": fe.num_bins,
-        "window": _c_float_lines(tables["window"]),
-        "mel_start": tables["mel_start"],
-        "mel_count": tables["mel_count"],
-        "mel_weights": _c_float_lines(tables["mel_weights"]),
-        "num_mel_weights": len(tables["mel_weights"]),
-        "dct": _c_float_lines(tables["dct"]),
-        "log_offset": _c_float(fe.log_offset),
-        "scale": _c_float(io.scale),
-        "zero_point": io.zero_point,
+    report_io = spec.report.inputs[0]
+    frame_stride, value_stride = memory_strides(fe, report_io.shape, report_io.dim_order)
+    context = {
+        "kind": fe.kind, "params": fe, "num_frames": fe.num_frames, "num_bins": fe.num_bins,
+        "frame_features": fe.frame_features, "frame_stride": frame_stride, "value_stride": value_stride,
+        "window": _c_float_lines(tables["window"]), "mel_start": tables["mel_start"], "mel_count": tables["mel_count"],
+        "mel_weights": _c_float_lines(tables["mel_weights"]), "num_mel_weights": len(tables["mel_weights"]),
+        "scale": _c_float(io.scale), "zero_point": io.zero_point,
     }
+    if isinstance(fe, LfbeFrontend):
+        context |= {k: _c_float(getattr(fe, k)) for k in ("preemphasis", "power_floor", "db_offset", "db_range")}
+    else:
+        context |= {"dct": _c_float_lines(tables["dct"]), "log_offset": _c_float(fe.log_offset)}
+    return context
 
 
 def _c_float_lines(values: list[float], per_line: int = 8) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 from armgen import __version__ as ARMGEN_VERSION
 from armgen.boards import Board
 from armgen.errors import ProjectError
-from armgen.model.frontend import MfccFrontend
+from armgen.model.frontend import Frontend
 from armgen.model.program_report import ProgramReport, TensorInfo
 from armgen.project.memory_plan import (
     DATA_RESERVE,
@@ -191,7 +191,7 @@ class ProjectSpec:
     executorch_version: str = ""
     zephyr_release: str | None = None
     zephyr_target: str | None = None
-    frontend: MfccFrontend | None = None
+    frontend: Frontend | None = None
     class_labels: tuple[str, ...] = ()
     stack_auto: bool = False
     calibration: str | None = None
@@ -260,7 +260,7 @@ def make_spec(
     board_ref: str | None = None, rtos: Rtos | None = None, backend: Backend | None = None,
     model_source: str | None = None, weights: str | None = None, stack_size: int = DEFAULT_STACK_SIZE,
     executorch_version: str | None = None, allow_cpu_mismatch: bool = False, zephyr: ZephyrFlavour | None = None,
-    frontend: MfccFrontend | None = None, class_labels: tuple[str, ...] = (),
+    frontend: Frontend | None = None, class_labels: tuple[str, ...] = (),
 ) -> ProjectSpec:
     """Plan a project: check the inputs agree, size and place every pool, pick the op libraries.
 
@@ -274,7 +274,7 @@ def make_spec(
         zephyr: the board in the project's Zephyr release (required when the RTOS is Zephyr; see
             :func:`armgen.project.zephyr.zephyr_placement`).
         frontend: an audio front end generated in C in front of the model (bare metal; the program
-            must take one int8 input of ``num_frames x num_mfcc`` elements). class_labels: the
+            must take one int8 input of ``num_frames x frame_features`` elements). class_labels: the
             output classes' names (``armgen run`` prints the top one).
 
     Returns:
