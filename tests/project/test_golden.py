@@ -157,4 +157,4 @@ def test_every_golden_case_is_listed_and_small():
     manifests = {p.name.removesuffix(".sha256") for p in GOLDEN_DIR.glob("*.sha256")}
     assert on_disk == manifests == set(CASES), "a golden copy without a case, or a case without its copy"
     total = sum(p.stat().st_size for p in GOLDEN_DIR.rglob("*") if p.is_file())
-    assert total < 530_000, f"the goldens take {total} B: keep them small (fewer cases, binaries by sha256)"
+    assert total < 540_000, f"the goldens take {total} B: keep them small (fewer cases, binaries by sha256)"
