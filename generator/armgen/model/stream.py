@@ -33,7 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import Any
+
 from armgen.model.frontend_lfbe import LfbeFrontend
+
+#: Samples the streaming firmware's `armgen run` harness reads from input.bin at a time (one hop: the C
+#: reference's I2S chunk, ``g_i2s_chunk_size_bytes`` of 512 mono samples); any size works (:class:`LfbeStream`).
+STREAM_BLOCK = 512
 
 
 class LfbeStream:
@@ -162,3 +168,12 @@ def detections(frontend: LfbeFrontend, window_positive: np.ndarray, every: int =
         if hit is not None:
             out.append(hit)
     return out
+
+
+def stream_context(frontend: LfbeFrontend, output: Any) -> dict[str, Any]:
+    """What the streaming C needs beyond the front end's parameters: ``threshold_q`` (:func:`threshold_q` on
+    output 0's quantization) and ``stream_block``; empty for a one-shot front end."""
+    if not frontend.stream:
+        return {}
+    return {"threshold_q": threshold_q(frontend.threshold, float(output.scale), int(output.zero_point)),
+            "stream_block": STREAM_BLOCK}
