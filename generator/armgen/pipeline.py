@@ -51,7 +51,8 @@ def new_project(
     ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; see :func:`armgen.project.zephyr.board_target`).
     ``standin_choice``: ``auto`` or ``baremetal``: the stand-in application `armgen run` uses, rendered with
     the project (:func:`armgen.project.run_plan.standin_rtos`). ``stream``: hops between inferences of a
-    streaming wakeword firmware (``--stream``, lfbe front end, bare metal; :mod:`armgen.model.stream`), None for one-shot.
+    streaming wakeword firmware (``--stream``, lfbe front end, bare metal; :mod:`armgen.model.stream`), None for
+    one-shot.
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).

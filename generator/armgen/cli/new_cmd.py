@@ -97,8 +97,8 @@ def new_cmd(
 
     Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad, sww).
     """
-    from armgen.model.pretrained import offline_mode
     from armgen.errors import ProjectError
+    from armgen.model.pretrained import offline_mode
     from armgen.pipeline import new_project
 
     if infer_every is not None and not stream:

@@ -226,15 +226,19 @@ def _print_tosa(run: Any, as_json: bool) -> None:
 
 
 def _print_stream(run: Any, cpu_line: str, as_json: bool) -> None:
-    """A recording through a streaming project (armgen.firmware.stream_run). Raises ArmgenError (exit 1) on a failed check."""
+    """A recording through a streaming project (armgen.firmware.stream_run).
+
+    Raises:
+        ArmgenError (exit 1): a check failed.
+    """
     from armgen.firmware.stream_run import describe
 
     rr = run.result
     if as_json:
         click.echo(json.dumps(rr.to_dict() | {"cpu": cpu_line}, indent=2, sort_keys=True))
     else:
-        out_console.print(f"program {run.report.name} streaming on QEMU {rr.machine}, board {run.board.name}\n{cpu_line}",
-                          markup=False, highlight=False, soft_wrap=True)
+        head = f"program {run.report.name} streaming on QEMU {rr.machine}, board {run.board.name}\n{cpu_line}"
+        out_console.print(head, markup=False, highlight=False, soft_wrap=True)
         for line in describe(rr):
             out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not rr.passed:

@@ -30,10 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-
-from typing import Any
 
 from armgen.model.frontend_lfbe import LfbeFrontend
 
@@ -120,7 +119,7 @@ def debounce_detections(detection_signal: np.ndarray, sample_rate: int = 16000, 
     while idx < len(detection_signal):
         if not np.any(detection_signal[idx:] == 1):
             break
-        idx = np.min(np.nonzero(detection_signal == 1))
+        idx = int(np.min(np.nonzero(detection_signal == 1)))
         detection_signal[idx : idx + debounce_samples] = 0
         detection_signal[idx] = -1
         idx = idx + debounce_samples
