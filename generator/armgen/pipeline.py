@@ -33,7 +33,7 @@ def new_project(
     calibration: str | None = None,
     zephyr_release: str | None, backend: str | None, out_dir: Path, stack_size: int | str | None, force: bool,
     say: Say, frontend: str | None = None, zephyr_development_tree: bool = False, render_only: bool = False,
-    project_dir: Path | None = None, standin_choice: str = "auto",
+    project_dir: Path | None = None, standin_choice: str = "auto", stream: int | None = None,
 ) -> NewProject:
     """Compile (or pick up) the program, plan the project and write it to ``out_dir/name``.
 
@@ -50,7 +50,9 @@ def new_project(
     board target only development trees of the Zephyr release have (the CLI sets it from
     ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; see :func:`armgen.project.zephyr.board_target`).
     ``standin_choice``: ``auto`` or ``baremetal``: the stand-in application `armgen run` uses, rendered with
-    the project (:func:`armgen.project.run_plan.standin_rtos`).
+    the project (:func:`armgen.project.run_plan.standin_rtos`). ``stream``: hops between inferences of a
+    streaming wakeword firmware (``--stream``, lfbe front end, bare metal; :mod:`armgen.model.stream`), None for
+    one-shot.
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
@@ -84,6 +86,8 @@ def new_project(
 
         check_model_spec(model)  # the model file exists (no torch imported): before the compile, not after
     audio = _frontend(frontend, model or name) if frontend is not None else None
+    if stream is not None:
+        audio = _streaming(audio, stream, rtos)
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
     dest = project_dir.expanduser().resolve() if project_dir is not None else out_dir.expanduser().resolve() / name
@@ -219,6 +223,19 @@ def _frontend(kind: str, source: str) -> tuple[Any, tuple[str, ...]]:
     if fe.kind != kind:
         raise ProjectError(f"{source} declares a {fe.kind} front end, not {kind}")
     return fe, labels
+
+
+def _streaming(audio: tuple[Any, tuple[str, ...]] | None, every: int, rtos: str) -> tuple[Any, tuple[str, ...]]:
+    """The front end made to stream, inference every ``every`` hops.
+
+    Raises:
+        ProjectError: no lfbe front end, or not bare metal (the Zephyr harness does not stream yet).
+    """
+    if audio is None or audio[0].kind != "lfbe":
+        raise ProjectError("--stream needs the log-mel front end", hint="add --frontend lfbe (the sww sample)")
+    if rtos != "baremetal":
+        raise ProjectError("--stream is generated for bare metal only", hint="add --rtos baremetal")
+    return dataclasses.replace(audio[0], stream=True, infer_every=every), audio[1]
 
 
 def _relative(path: str | None, project: Path) -> str | None:
@@ -432,6 +449,14 @@ def run_project(
                              f"stand-in, which needs no Zephyr workspace: armgen update {record.root} --standin "
                              "baremetal") from None
     elf, firmware = Path(built.elf), built.project.rtos or "baremetal"
+    if pcm is not None and record.frontend is not None and record.frontend.get("stream"):
+        from armgen.firmware.stream_run import reference_tflite, run_stream
+        from armgen.model.frontend import frontend_from_record
+
+        streamed = run_stream(elf, report, emulator, frontend_from_record(record.frontend), pcm,  # type: ignore[arg-type]
+                              report_dir=report_path.parent, input_source=str(source), tflite=reference_tflite(record),
+                              timeout=max(timeout, 600.0), log_path=elf.parent / "run" / "qemu-stream.log")
+        return ProjectRun("stream", streamed, board, emulator, report, plan, labels)
     if pcm is not None:
         from armgen.firmware.audio_run import run_audio
         from armgen.model.frontend import frontend_from_record

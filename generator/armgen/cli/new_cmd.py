@@ -62,6 +62,13 @@ def _say(text: str) -> None:
 @click.option("--frontend", type=click.Choice(["mfcc", "lfbe"]), default=None,
               help="Generate the model's audio front end in C (its source's FRONTEND declaration: kws's MLPerf "
                    "Tiny MFCC, sww's log-mel filterbank energies, lfbe) on CMSIS-DSP: the firmware takes 16-bit PCM.")
+@click.option("--stream", is_flag=True,
+              help="With --frontend lfbe (bare metal): a streaming wakeword firmware. `armgen run --input long.wav` "
+                   "feeds the recording in blocks through a ring buffer, one 32 ms frame per hop, inference every "
+                   "--infer-every hops, the reference's 0.95 threshold and 1 s debouncing; each detection printed "
+                   "with its time beside the host's.")
+@click.option("--infer-every", type=click.IntRange(1, 30), default=None, metavar="HOPS",
+              help="With --stream: hops between inferences (default 1, every hop as MLPerf Tiny's evaluate.py).")
 @click.option("--standin", "standin_choice", type=click.Choice(["auto", "baremetal"]), default="auto",
               show_default=True,
               help="The stand-in application `armgen run` builds for the board's QEMU machine, rendered with the "
@@ -81,6 +88,8 @@ def new_cmd(
     stack_size: int | str | None,
     force: bool,
     frontend: str | None,
+    stream: bool,
+    infer_every: int | None,
     standin_choice: str,
     offline: bool,
 ) -> None:
@@ -88,9 +97,12 @@ def new_cmd(
 
     Without --model, NAME picks the built-in sample of that name (kws, vww, ic, ad, sww).
     """
+    from armgen.errors import ProjectError
     from armgen.model.pretrained import offline_mode
     from armgen.pipeline import new_project
 
+    if infer_every is not None and not stream:
+        raise ProjectError("--infer-every applies to a streaming project only", hint="add --stream")
     if force and (out_dir / name / "armgen.toml").is_file():
         _say(f"note: {out_dir / name} is an armgen project: `armgen update {out_dir / name}` takes a new model or "
              "armgen in and keeps your edits; --force replaces every file armgen generates")
@@ -99,7 +111,7 @@ def new_cmd(
             name, board_name, model=model, weights=weights, calibration=calibration, rtos=rtos,
             zephyr_release=zephyr_release, backend=backend, out_dir=out_dir, stack_size=stack_size, force=force,
             say=_say, frontend=frontend, zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1",
-            standin_choice=standin_choice,
+            standin_choice=standin_choice, stream=(infer_every or 1) if stream else None,
         )
     spec, rendered, written = made.spec, made.rendered, made.written
     project, report, board = written.path, spec.report, spec.board
@@ -136,5 +148,9 @@ def new_cmd(
     fe = spec.frontend
     if fe is not None:
         _say(f"front end: {fe.kind}, {fe.clip_samples} samples at {fe.sample_rate} Hz -> {fe.num_frames} x "
-             f"{fe.frame_features} int8 (src/frontend/, CMSIS-DSP); try: armgen run {project} --input word.wav")
+             f"{fe.frame_features} int8 (src/frontend/, CMSIS-DSP); try: armgen run {project} --input "
+             + ("long.wav" if getattr(fe, "stream", False) else "word.wav"))
+        if getattr(fe, "stream", False):
+            _say(f"streaming: a frame every {fe.frame_step} samples, inference every {fe.infer_every} hop(s), "
+                 f"threshold {fe.threshold}, debounce {fe.debounce_samples} samples")
     _say(f"next: armgen build {project}")

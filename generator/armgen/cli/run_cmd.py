@@ -181,6 +181,9 @@ def run_command(
         _print_tosa(run, as_json)
         return
     cpu_line = _cpu_line(run.report, run.board, run.emulator)
+    if run.kind == "stream":
+        _print_stream(run, cpu_line, as_json)
+        return
     if run.kind == "audio":
         _print_audio(run, record, cpu_line, as_json)
         return
@@ -220,6 +223,27 @@ def _print_tosa(run: Any, as_json: bool) -> None:
         first = next(f for f in rr.findings if f.severity == "error")
         raise ArmgenError(f"run check failed on the TOSA reference model: {first.subject}: {first.message}",
                           exit_code=1)
+
+
+def _print_stream(run: Any, cpu_line: str, as_json: bool) -> None:
+    """A recording through a streaming project (armgen.firmware.stream_run).
+
+    Raises:
+        ArmgenError (exit 1): a check failed.
+    """
+    from armgen.firmware.stream_run import describe
+
+    rr = run.result
+    if as_json:
+        click.echo(json.dumps(rr.to_dict() | {"cpu": cpu_line}, indent=2, sort_keys=True))
+    else:
+        head = f"program {run.report.name} streaming on QEMU {rr.machine}, board {run.board.name}\n{cpu_line}"
+        out_console.print(head, markup=False, highlight=False, soft_wrap=True)
+        for line in describe(rr):
+            out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not rr.passed:
+        first = next(f for f in rr.findings if f.severity == "error")
+        raise ArmgenError(f"run check failed: {first.subject}: {first.message}", exit_code=1)
 
 
 def _print_audio(run: Any, record: ProjectRecord, cpu_line: str, as_json: bool) -> None:

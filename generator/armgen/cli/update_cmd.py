@@ -99,6 +99,7 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
     if stack_size is None:
         stack_size = record.memory.get("stack")
     frontend = str(record.frontend.get("kind")) if record.frontend else None
+    stream = int(record.frontend.get("infer_every", 1)) if record.frontend and record.frontend.get("stream") else None
     if standin_choice is None:  # a Zephyr project run in a bare-metal stand-in stays so
         run = record.run
         standin_choice = "baremetal" if run is not None and run.standin and run.firmware == "baremetal" else "auto"
@@ -110,7 +111,7 @@ def update_cmd(project: Path | None, model: str | None, weights: str | None, cal
             backend=backend or (None if board_name else record.backend),
             zephyr_release=zephyr_release or (record.zephyr_release if (rtos or record.rtos) == "zephyr" else None),
             out_dir=root.parent, project_dir=root,
-            stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True,
+            stack_size=stack_size, force=False, say=_say, frontend=frontend, render_only=True, stream=stream,
             zephyr_development_tree=os.environ.get(OTHER_RELEASE_ENV) == "1", standin_choice=standin_choice,
         )
     _check_weights_kept(record, made.spec.report, offline)

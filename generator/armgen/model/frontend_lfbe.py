@@ -37,6 +37,8 @@ from armgen.model.frontend_mel import mel_weight_matrix, sparse_rows
 #: How the features sit in the model's logical input: ``frames_bins`` (frame-major, e.g. 1 x 1 x frames x
 #: bins) or ``bins_frames`` (the bins as channels, time down H: sww's NCHW 1 x 40 x 30 x 1).
 LAYOUTS = ("frames_bins", "bins_frames")
+#: The parameters of the streaming firmware (``armgen new --stream``), recorded only when it streams.
+STREAM_KEYS = ("stream", "infer_every", "threshold", "debounce_samples")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,13 @@ class LfbeFrontend:
             ``clip_samples``, zeros in front of a shorter one: the window a streaming detector sees when the
             word has just ended, where the reference fires) or ``start`` (its first, zeros after).
         source: a citation for the generated code's comments.
+        stream: generate the streaming firmware (``armgen new --stream``; :mod:`armgen.model.stream`): audio in
+            blocks through a ring buffer, one new frame per ``frame_step`` hop, the window shifted by a frame.
+        infer_every: hops between inferences when streaming (1: every 32 ms hop, as upstream's evaluate.py).
+        threshold: the wakeword posterior (output 0, dequantized) a window must exceed to count as positive
+            (evaluate.py ``det_thresh = 0.95``).
+        debounce_samples: samples after a detection in which positives are not reported again
+            (str_ww_util.py ``debounce_detections``: ``debounce_time`` 1.0 s x 16 kHz).
     """
 
     sample_rate: int = 16000
@@ -79,6 +88,10 @@ class LfbeFrontend:
     layout: str = "frames_bins"
     align: str = "end"
     source: str = ""
+    stream: bool = False
+    infer_every: int = 1
+    threshold: float = 0.95
+    debounce_samples: int = 16000
 
     kind = "lfbe"
 
@@ -98,8 +111,13 @@ class LfbeFrontend:
         return self.mel_bins
 
     def as_record(self) -> dict[str, Any]:
-        """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``."""
-        return {"kind": self.kind, **asdict(self)}
+        """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``; the streaming
+        keys only for a streaming project (a one-shot project's table is as before they existed)."""
+        table = {"kind": self.kind, **asdict(self)}
+        if not self.stream:
+            for key in STREAM_KEYS:
+                table.pop(key)
+        return table
 
     def check(self) -> str | None:
         """What is wrong with the parameters, or None (the kind-specific part of the declaration check)."""
@@ -111,6 +129,8 @@ class LfbeFrontend:
             return "preemphasis must be in [0, 1), power_floor and db_range positive"
         if not 0 <= self.lower_hz < self.upper_hz <= self.sample_rate / 2:
             return "the mel band is out of range"
+        if self.infer_every < 1 or self.debounce_samples < 0 or not 0.0 <= self.threshold < 1.0:
+            return "infer_every must be at least 1, debounce_samples not negative, threshold in [0, 1)"
         return None
 
     # --- the pipeline, float64 -----------------------------------------------------------------
@@ -145,18 +165,37 @@ class LfbeFrontend:
 
     def power_spectrum(self, pcm: np.ndarray) -> np.ndarray:
         """``num_frames x num_bins`` power spectrum of one clip of int16 PCM (steps 1-4, before the floor)."""
-        x = self.clip(pcm)
+        return self._power(self.clip(pcm))
+
+    def _power(self, x: np.ndarray) -> np.ndarray:
+        """Power spectrum of every whole frame of ``x`` (float64 in [-1, 1)), pre-emphasis from ``x[-1] = 0``."""
         y = x - self.preemphasis * np.concatenate([[0.0], x[:-1]])
-        idx = np.arange(self.frame_length)[None, :] + self.frame_step * np.arange(self.num_frames)[:, None]
+        frames = 1 + (x.size - self.frame_length) // self.frame_step if x.size >= self.frame_length else 0
+        idx = np.arange(self.frame_length)[None, :] + self.frame_step * np.arange(frames)[:, None]
         spectrum = np.fft.rfft(y[idx] * self.window()[None, :], n=self.fft_length, axis=1)
         return (spectrum.real**2 + spectrum.imag**2) / self.frame_length
 
-    def features(self, pcm: np.ndarray) -> np.ndarray:
-        """Log-mel energies of one clip of int16 PCM at ``sample_rate``: ``num_frames x mel_bins`` float64 in [0, 1]."""
-        power = self.power_spectrum(pcm)
-        power = np.clip(power, self.power_floor, max(power.max(), self.power_floor))
+    def _log_mel(self, power: np.ndarray) -> np.ndarray:
+        """Steps 4-6: the floor, the mel sum, ``(10 log10 + db_offset) / db_range`` clipped to [0, 1]."""
+        power = np.clip(power, self.power_floor, max(power.max(initial=0.0), self.power_floor))
         db = 10.0 * np.log10(power @ self.mel_matrix())
         return np.clip((db + self.db_offset) / self.db_range, 0.0, 1.0)
+
+    def features(self, pcm: np.ndarray) -> np.ndarray:
+        """Log-mel energies of one clip of int16 PCM at ``sample_rate``: ``num_frames x mel_bins`` float64 in [0, 1]."""
+        return self._log_mel(self.power_spectrum(pcm))
+
+    def recording_features(self, pcm: np.ndarray) -> np.ndarray:
+        """Log-mel energies of a whole recording, as evaluate.py computes a long wav's spectrogram
+        (``get_lfbe_func(long_wav / 2**15)``): pre-emphasis once from the first sample, every whole frame
+        (``1 + (samples - frame_length) // frame_step`` of them, none for a recording shorter than a frame),
+        ``frames x mel_bins`` float64 in [0, 1]. Window ``i`` of the stream is frames ``i .. i + num_frames - 1``.
+
+        The power floor's upper clip (the spectrogram's maximum) is a no-op, so each frame's values depend on
+        its own samples and the one before it only: what a streaming front end computes hop by hop.
+        """
+        x = np.asarray(pcm, dtype=np.int16).reshape(-1).astype(np.float64) / 32768.0
+        return self._log_mel(self._power(x))
 
     def model_input(self, features: np.ndarray, shape: tuple[int, ...] | list[int]) -> np.ndarray:
         """``num_frames x mel_bins`` values (features, or anything of that shape) in the model input's

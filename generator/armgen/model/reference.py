@@ -261,7 +261,22 @@ def _run_saved_program(
     report: ProgramReport, path: Path, kind: str, inputs: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, ...]:
     """:func:`reference_outputs` without its cache: load the saved program and run it."""
+    return reference_outputs_many(report, path.parent, [inputs], saved=(path, kind))[0]
+
+
+def reference_outputs_many(
+    report: ProgramReport, report_dir: Path, runs: Sequence[Sequence[np.ndarray]], *,
+    saved: tuple[Path, str] | None = None,
+) -> list[tuple[np.ndarray, ...]]:
+    """:func:`reference_outputs` (without its cache) of each of ``runs`` (a list of program inputs each), the
+    saved program loaded once (a stream's hundreds of windows: :mod:`armgen.firmware.stream_run`).
+
+    Raises:
+        ModelError: no saved program, or it cannot be loaded or run.
+    """
+    path, kind = saved if saved is not None else reference_program(report, report_dir)
     what = "lowered program" if kind == "lowered_cortex_m" else "quantized program"
+    results = []
     try:
         import torch
 
@@ -273,31 +288,33 @@ def _run_saved_program(
             program = load_lowered_program(path)
         else:
             program = _load_quantized_program(path)
-        args = []
         placeholders = [
             n for n in program.graph.nodes if n.op == "placeholder" and n.name in
             set(program.graph_signature.user_inputs)
         ]
-        for i, (arr, info) in enumerate(zip(inputs, report.inputs, strict=True)):
-            want_float = True
-            if i < len(placeholders):
-                val = placeholders[i].meta.get("val")
-                if val is not None and not val.dtype.is_floating_point:
-                    want_float = False
-            x = dequantize(arr, info.scale, info.zero_point).astype(np.float32) if want_float else arr
-            # same values, strides in the tensor's dim order (e.g. channels_last)
-            args.append(with_dim_order(torch.from_numpy(np.ascontiguousarray(x)), info.dim_order))
         from armgen.model.lowered_program import exact_integer_convolution
 
-        with torch.no_grad(), exact_integer_convolution():
-            out = program.module()(*args)
+        for inputs in runs:
+            args = []
+            for i, (arr, info) in enumerate(zip(inputs, report.inputs, strict=True)):
+                want_float = True
+                if i < len(placeholders):
+                    val = placeholders[i].meta.get("val")
+                    if val is not None and not val.dtype.is_floating_point:
+                        want_float = False
+                x = dequantize(arr, info.scale, info.zero_point).astype(np.float32) if want_float else arr
+                # same values, strides in the tensor's dim order (e.g. channels_last)
+                args.append(with_dim_order(torch.from_numpy(np.ascontiguousarray(x)), info.dim_order))
+            with torch.no_grad(), exact_integer_convolution():
+                out = program.module()(*args)
+            if not isinstance(out, (tuple, list)):
+                out = (out,)
+            results.append(tuple(np.asarray(o.detach().numpy()) for o in out))
     except ModelError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure here is one line for the user
         raise ModelError(f"cannot run the {what} {path}: {type(exc).__name__}: {exc}") from None
-    if not isinstance(out, (tuple, list)):
-        out = (out,)
-    return tuple(np.asarray(o.detach().numpy()) for o in out)
+    return results
 
 
 def _load_quantized_program(path: Path) -> Any:

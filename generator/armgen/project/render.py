@@ -668,17 +668,16 @@ def _load_scratch_context(spec: ProjectSpec) -> dict[str, Any] | None:
 
 
 def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:
-    """The audio front end's parameters, constants (as C literals) and the input quantization it
-    writes with; None without a front end."""
+    """The audio front end's parameters, constants (C literals), input quantization and streaming; None without."""
     fe = spec.frontend
     if fe is None:
         return None
     from armgen.model.frontend import LfbeFrontend, memory_strides
+    from armgen.model.stream import stream_context
 
     tables = fe.tables()
-    io = spec.inputs[0]
+    io, report_io = spec.inputs[0], spec.report.inputs[0]
     assert io.scale is not None and io.zero_point is not None  # checked by options.check_frontend
-    report_io = spec.report.inputs[0]
     frame_stride, value_stride = memory_strides(fe, report_io.shape, report_io.dim_order)
     context = {
         "kind": fe.kind, "params": fe, "num_frames": fe.num_frames, "num_bins": fe.num_bins,
@@ -689,6 +688,7 @@ def _frontend_context(spec: ProjectSpec) -> dict[str, Any] | None:
     }
     if isinstance(fe, LfbeFrontend):
         context |= {k: _c_float(getattr(fe, k)) for k in ("preemphasis", "power_floor", "db_offset", "db_range")}
+        context |= stream_context(fe, spec.report.outputs[0])
     else:
         context |= {"dct": _c_float_lines(tables["dct"]), "log_offset": _c_float(fe.log_offset)}
     return context

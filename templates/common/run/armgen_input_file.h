@@ -31,6 +31,13 @@ enum armgen_input_file_status {
 /* Read input.bin into dst (len bytes, the sum of the inputs' nbytes). */
 enum armgen_input_file_status armgen_input_file_read(void *dst, size_t len);
 
+/* A stream (armgen new --stream): input.bin read block by block, any length. Open it (its size in bytes
+ * into *len); returns a handle, or -1 without the file. */
+int armgen_input_stream_open(size_t *len);
+/* Read up to len bytes into dst; returns the bytes read (0 at the end). */
+size_t armgen_input_stream_read(int fd, void *dst, size_t len);
+void armgen_input_stream_close(int fd);
+
 #ifdef __cplusplus
 }
 #endif

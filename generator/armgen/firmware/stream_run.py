@@ -1,0 +1,269 @@
+"""``armgen run --input long.wav`` on a streaming project (``armgen new sww --frontend lfbe --stream``).
+
+The recording goes to the firmware whole as ``input.bin`` (int16 PCM, little-endian); the firmware reads it
+through semihosting in blocks of :data:`armgen.model.stream.STREAM_BLOCK` samples, as audio would arrive, and
+prints every frame it computes (``ARMGEN frame <k> <40 values>``), every window's outputs (``ARMGEN window <i>
+<outputs>``, ``ARMGEN hop_ticks <i> <front end> <network>``) and each debounced detection (``ARMGEN detection
+<sample> <output 0>``). This module checks, against the host:
+
+- **features**: every frame against :meth:`armgen.model.frontend_lfbe.LfbeFrontend.recording_features` of the
+  whole recording (get_lfbe_func over evaluate.py's long wav), quantized as the front end does, within
+  :data:`FEATURE_TOLERANCE_LSB`; every window is 30 of these frames, so every window is checked;
+- **the network**: each window's outputs against the lowered program on the host with the *firmware's*
+  window, within 1 LSB (:func:`armgen.firmware.run_report.compare_outputs`);
+- **the detections**: the firmware's against the host reference's: the reference ``.tflite`` in LiteRT on
+  the host's windows, the same threshold (its own output quantization) and debouncing
+  (:mod:`armgen.model.stream`); a different list is a warning (the two networks are different int8
+  programs; the check of the firmware is the per-window one above), a firmware detection that does not
+  follow from its own printed outputs an error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from armgen.boards import Emulator
+from armgen.errors import ModelError, RunError
+from armgen.firmware.audio_run import FEATURE_TOLERANCE_LSB
+from armgen.firmware.console_protocol import parse_firmware_output
+from armgen.firmware.faults import check_run
+from armgen.firmware.qemu import instructions_from_ticks, run_qemu
+from armgen.firmware.run_report import Finding, compare_outputs
+from armgen.model import stream as st
+from armgen.model.frontend_lfbe import LfbeFrontend
+from armgen.model.program_report import ProgramReport
+from armgen.model.reference import reference_outputs_many
+
+_FRAME = re.compile(r"ARMGEN frame (\d+) (-?\d+(?:,-?\d+)*)\s*$")
+_WINDOW = re.compile(r"ARMGEN window (\d+) (-?\d+(?:,-?\d+)*)\s*$")
+_TICKS = re.compile(r"ARMGEN hop_ticks (\d+) (\d+) (\d+)\s*$")
+_DETECT = re.compile(r"ARMGEN detection (\d+) (-?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class StreamRunReport:
+    """One recording through the streaming firmware.
+
+    Attributes:
+        samples: samples handed over (16 kHz); frames / windows: what the firmware computed and ran.
+        detections / host_detections: detection start samples, firmware and host reference (LiteRT).
+        features_off / features_max_lsb: int8 feature values (of all frames) off the host's, and the worst.
+        outputs_max_lsb: the worst |firmware - lowered program on the firmware's window| over all windows.
+        litert_max_lsb: the worst |firmware - LiteRT on the host's window| over output 0 (information: two
+            int8 programs with their own quantization).
+        frontend_instructions / network_instructions: per hop, mean over the windows (``-icount shift=0``).
+        threshold_q / host_threshold_q: the int8 output 0 a positive needs, firmware and reference.
+    """
+
+    elf: str
+    machine: str
+    input_source: str
+    samples: int
+    frames: int
+    windows: int
+    detections: tuple[int, ...]
+    host_detections: tuple[int, ...]
+    features_off: int
+    features_total: int
+    features_max_lsb: int
+    outputs_max_lsb: int
+    litert_max_lsb: int | None
+    frontend_instructions: int | None
+    network_instructions: int | None
+    threshold_q: int
+    host_threshold_q: int | None
+    findings: tuple[Finding, ...]
+    passed: bool
+    sample_rate: int = 16000
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``armgen run --json``)."""
+        return asdict(self)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(v) for v in text.split(",")]
+
+
+def parse_stream(console: str) -> tuple[dict[int, list[int]], dict[int, list[int]], dict[int, tuple[int, int]],
+                                        list[tuple[int, int]]]:
+    """The stream lines of a console: (frames, window outputs, window ticks (front end, network), detections)."""
+    frames: dict[int, list[int]] = {}
+    outs: dict[int, list[int]] = {}
+    ticks: dict[int, tuple[int, int]] = {}
+    dets: list[tuple[int, int]] = []
+    for line in console.splitlines():
+        if m := _FRAME.search(line):
+            frames[int(m.group(1))] = _ints(m.group(2))
+        elif m := _WINDOW.search(line):
+            outs[int(m.group(1))] = _ints(m.group(2))
+        elif m := _TICKS.search(line):
+            ticks[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+        elif m := _DETECT.search(line):
+            dets.append((int(m.group(1)), int(m.group(2))))
+    return frames, outs, ticks, dets
+
+
+def litert_outputs(tflite: Path, windows_q: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """Output 0 of the reference ``.tflite`` (LiteRT, ``ai_edge_litert``) on each int8 window (``n x frames x
+    bins``, fed as its NHWC ``1 x frames x 1 x bins``): (``n x classes`` int8, output scale, zero point).
+
+    Raises:
+        ModelError: LiteRT is not installed or the file does not load.
+    """
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError as exc:
+        raise ModelError("ai_edge_litert is not installed (pip install ai-edge-litert)") from exc
+    try:
+        it = Interpreter(model_path=str(tflite))
+        it.allocate_tensors()
+    except Exception as exc:  # noqa: BLE001 - any load failure: one line
+        raise ModelError(f"{tflite}: LiteRT cannot load it ({type(exc).__name__}: {exc})") from None
+    i, o = it.get_input_details()[0], it.get_output_details()[0]
+    ys = []
+    for w in windows_q:
+        it.set_tensor(i["index"], w[:, None, :][None].astype(np.int8))
+        it.invoke()
+        ys.append(it.get_tensor(o["index"])[0].copy())
+    scale, zero = o["quantization"]
+    return np.asarray(ys).reshape(len(ys), -1), float(scale), int(zero)
+
+
+def run_stream(
+    elf: Path, report: ProgramReport, emulator: Emulator, frontend: LfbeFrontend, pcm: np.ndarray, *,
+    report_dir: Path, input_source: str, tflite: Path | None, timeout: float = 600.0, log_path: Path | None = None,
+) -> StreamRunReport:
+    """Stream ``pcm`` (int16 at 16 kHz) through the firmware on QEMU and check it frame by frame, window by window.
+
+    Raises:
+        RunError: the firmware faulted, timed out, printed no frames, or the recording is shorter than a window.
+    """
+    x = np.asarray(pcm, dtype=np.int16).reshape(-1)
+    if x.size < frontend.clip_samples:
+        raise RunError(f"{input_source}: {x.size} samples, shorter than one window ({frontend.clip_samples} samples, "
+                       f"{frontend.clip_samples / frontend.sample_rate:.3f} s)")
+    qrun = run_qemu(elf, emulator, timeout=timeout, input_bytes=x.astype("<i2").tobytes(), log_path=log_path)
+    check_run(qrun, parse_firmware_output(qrun.console), input_source)
+    frames, outs, ticks, dets = parse_stream(qrun.console)
+    info, out_info = report.inputs[0], report.outputs[0]
+    assert info.scale is not None and info.zero_point is not None and out_info.scale is not None
+    host_q = frontend.quantized(frontend.recording_features(x), info.scale, info.zero_point)
+    if len(frames) != host_q.shape[0] or sorted(frames) != list(range(len(frames))):
+        raise RunError(f"the firmware printed {len(frames)} frames, the recording has {host_q.shape[0]}")
+    fw_q = np.asarray([frames[k] for k in range(len(frames))], dtype=np.int8)
+    diff = np.abs(fw_q.astype(np.int32) - host_q.astype(np.int32))
+    findings: list[Finding] = []
+    if int(diff.max()) > FEATURE_TOLERANCE_LSB:
+        findings.append(Finding("error", "features", f"{int((diff > FEATURE_TOLERANCE_LSB).sum())} of {diff.size} "
+                                f"values more than {FEATURE_TOLERANCE_LSB} LSB off the host's"))
+    # the network on the firmware's own windows, every window it ran
+    fw_windows = st.windows(fw_q, frontend.num_frames)
+    ran = sorted(outs)
+    worst = 0
+    try:
+        refs = reference_outputs_many(report, report_dir, [[frontend.model_input(fw_windows[i], info.shape)]
+                                                           for i in ran])
+    except ModelError as exc:
+        raise RunError(f"no host reference for the network: {exc.message}") from exc
+    for i, ref in zip(ran, refs, strict=True):
+        got = np.asarray(outs[i], dtype=np.int64).reshape(ref[0].shape)
+        checks, bad = compare_outputs([got], ref, report.outputs)
+        worst = max(worst, max(int(c.max_lsb_diff or 0) for c in checks))
+        if any(f.severity == "error" for f in bad) and not any(f.subject == "outputs" for f in findings):
+            findings.append(Finding("error", "outputs", f"window {i}: more than 1 LSB off the host program"))
+    thr = st.threshold_q(frontend.threshold, out_info.scale, int(out_info.zero_point or 0))
+    every = frontend.infer_every
+    expect = st.detections(frontend, _positives(outs, len(fw_windows), thr), every)
+    if expect != [d for d, _ in dets]:
+        findings.append(Finding("error", "detections", f"the firmware reported {[d for d, _ in dets]}, its own "
+                                f"outputs give {expect}"))
+    host_dets: list[int] = []
+    litert_lsb = host_thr = None
+    if tflite is not None and tflite.is_file():
+        ys, scale, zero = litert_outputs(tflite, st.windows(host_q, frontend.num_frames)[::every])
+        host_thr = st.threshold_q(frontend.threshold, scale, zero)
+        pos = np.zeros(len(fw_windows), dtype=int)
+        pos[::every] = st.positives(ys[:, 0], host_thr)
+        host_dets = st.detections(frontend, pos, every)
+        fw0 = np.asarray([outs[i][0] for i in ran], dtype=np.int64)
+        litert_lsb = int(np.abs(fw0 - ys[: len(fw0), 0].astype(np.int64)).max()) if len(fw0) else 0
+        if host_dets != [d for d, _ in dets]:
+            findings.append(Finding("warning", "detections", "the firmware's detections differ from the reference "
+                                    ".tflite's on the host's features"))
+    else:
+        findings.append(Finding("warning", "reference", "no reference .tflite: the host detections were not made"))
+    hz = emulator.systick_hz
+    fe_t = [t[0] for t in ticks.values()]
+    net_t = [t[1] for t in ticks.values()]
+
+    def mean_instructions(values: list[int]) -> int | None:
+        return instructions_from_ticks(round(float(np.mean(values))), hz) if values and hz else None
+
+    return StreamRunReport(
+        elf=str(elf), machine=emulator.qemu_machine, input_source=input_source, samples=int(x.size),
+        frames=len(frames), windows=len(outs), detections=tuple(d for d, _ in dets), host_detections=tuple(host_dets),
+        features_off=int((diff > 0).sum()), features_total=int(diff.size), features_max_lsb=int(diff.max()),
+        outputs_max_lsb=worst, litert_max_lsb=litert_lsb, frontend_instructions=mean_instructions(fe_t),
+        network_instructions=mean_instructions(net_t), threshold_q=thr, host_threshold_q=host_thr,
+        findings=tuple(findings), passed=not any(f.severity == "error" for f in findings),
+        sample_rate=frontend.sample_rate,
+    )
+
+
+def reference_tflite(record: Any) -> Path | None:
+    """The reference ``.tflite`` of a project (its record's weights file, else ``$ARMGEN_MLPERF_DIR`` or the
+    weights cache of sample sww: never downloaded here), or None."""
+    import os
+
+    from armgen.model.pretrained import cached, weights_file
+
+    model = getattr(record, "model", None)
+    if model is not None and model.weights and str(model.weights).endswith(".tflite"):
+        path = Path(record.resolve(model.weights))
+        if path.is_file():
+            return path
+    env = os.environ.get("ARMGEN_MLPERF_DIR")
+    if env and (Path(env).expanduser() / weights_file("sww").file).is_file():
+        return Path(env).expanduser() / weights_file("sww").file
+    return cached("sww")
+
+
+def _positives(outs: dict[int, list[int]], n: int, threshold: int) -> np.ndarray:
+    """0/1 per window from the firmware's printed output 0 (0 for windows it did not run)."""
+    pos = np.zeros(n, dtype=int)
+    for i, values in outs.items():
+        if i < n:
+            pos[i] = int(values[0] >= threshold)
+    return pos
+
+
+def describe(rr: StreamRunReport) -> list[str]:
+    """The report as lines for the console."""
+    sec = rr.sample_rate
+
+    def times(values: tuple[int, ...]) -> str:
+        return ", ".join(f"{v / sec:.3f} s (sample {v:,})" for v in values) or "none"
+
+    lines = [f"input: {rr.input_source} ({rr.samples:,} samples, {rr.samples / sec:.2f} s): {rr.frames} frames, "
+             f"{rr.windows} windows run",
+             f"detections (firmware):          {times(rr.detections)}",
+             f"detections (host, .tflite/LiteRT): {times(rr.host_detections)}",
+             f"features vs host (whole recording): {rr.features_off} of {rr.features_total} values off, max "
+             f"{rr.features_max_lsb} LSB (allowed {FEATURE_TOLERANCE_LSB})",
+             f"outputs vs the host program on the firmware's windows: max {rr.outputs_max_lsb} LSB"
+             + (f"; output 0 vs LiteRT on the host's windows: max {rr.litert_max_lsb} LSB"
+                if rr.litert_max_lsb is not None else ""),
+             f"threshold: int8 output 0 >= {rr.threshold_q}" + (f" (reference .tflite: >= {rr.host_threshold_q})"
+                                                               if rr.host_threshold_q is not None else "")]
+    if rr.frontend_instructions is not None and rr.network_instructions is not None:
+        lines.append(f"instructions per hop: front end {rr.frontend_instructions:,}, network "
+                     f"{rr.network_instructions:,} (mean; QEMU -icount shift=0, not silicon cycles)")
+    lines += [f"{f.severity}: {f.subject}: {f.message}" for f in rr.findings]
+    lines.append("PASS" if rr.passed else "FAIL")
+    return lines

@@ -1,0 +1,125 @@
+"""The streaming wakeword (armgen.model.stream, armgen new sww --frontend lfbe --stream, armgen run --input
+long.wav): the host ring buffer against get_lfbe_func over the whole recording, the per-window detector against
+str_ww_util.py's debounce, the early refusals, and one recording streamed through the firmware on QEMU."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from _programs import armgen
+from armgen.model import stream as st
+from armgen.model.frontend import LfbeFrontend, frontend_from_declaration
+
+
+def _sww_frontend() -> LfbeFrontend:
+    from armgen.model.model_source import sample_module
+
+    fe = frontend_from_declaration(sample_module("sww").FRONTEND, "sww")
+    assert isinstance(fe, LfbeFrontend)
+    return fe
+
+
+def _speech_like(seconds: float, seed: int = 0) -> np.ndarray:
+    """Chirps and noise bursts over quiet noise, int16 at 16 kHz (loud enough to reach both clips of the scale)."""
+    rng = np.random.default_rng(seed)
+    n = int(16000 * seconds)
+    t = np.arange(n) / 16000
+    x = 200 * rng.standard_normal(n) + 12000 * np.sin(2 * np.pi * (300 + 900 * t) * t) * (np.sin(2 * np.pi * 0.7 * t) > 0.3)
+    return np.clip(np.rint(x), -32768, 32767).astype(np.int16)
+
+
+@pytest.mark.parametrize("block", [512, 160, 1000, 7])
+def test_ring_buffer_equals_the_whole_recording(block):
+    """Frames of any block size equal get_lfbe_func over the whole recording (pre-emphasis carried across hops)."""
+    fe = _sww_frontend()
+    pcm = _speech_like(2.5)
+    whole = fe.recording_features(pcm)
+    assert whole.shape == (1 + (pcm.size - 1024) // 512, 40)
+    assert (whole == 0).any() and (whole > 0.5).any()
+    assert np.abs(st.stream_features(fe, pcm, block) - whole).max() < 1e-12
+
+
+def test_first_window_is_the_one_shot_window():
+    """Window 0 of a stream (pre-emphasis from x[-1] = 0 at the recording's start) is the one-shot features of
+    the recording's first 15,872 samples; later windows differ from a one-shot window only by the pre-emphasis
+    of their first sample."""
+    fe = _sww_frontend()
+    pcm = _speech_like(1.5, seed=1)
+    frames = fe.recording_features(pcm)
+    one_shot = frontend_from_declaration({**fe.as_record(), "align": "start"}, "test")
+    assert np.abs(st.windows(frames, 30)[0] - one_shot.features(pcm[:15872])).max() < 1e-12
+    assert len(st.windows(frames, 30)) == frames.shape[0] - 29
+
+
+def test_detector_follows_upstream_debounce():
+    fe = _sww_frontend()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        pos = (rng.random(int(rng.integers(1, 150))) < rng.random()).astype(int)
+        assert st.detections(fe, pos) == st.detections_upstream(fe, pos)
+    # a run of 40 positive hops from window 0: one detection, a second 16,000 samples later (mid-hop 31)
+    assert st.detections(fe, np.ones(40, dtype=int)) == [15360, 31360]
+    assert st.threshold_q(0.95, 1 / 256, -128) == 116  # the C reference's out_data[0] > 115
+
+
+def test_stream_record_keys_only_when_streaming():
+    fe = _sww_frontend()
+    assert "stream" not in fe.as_record()
+    streaming = frontend_from_declaration({**fe.as_record(), "stream": True, "infer_every": 2}, "test")
+    assert streaming.as_record()["infer_every"] == 2
+
+
+def test_new_refuses_bad_stream_options(tmp_path):
+    r = armgen("new", "sww", "--board", "qemu_mps3_an547", "--stream", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--frontend lfbe" in r.stderr and len(r.stderr.strip().splitlines()) <= 2
+    r = armgen("new", "sww", "--board", "qemu_mps3_an547", "--infer-every", "2", "--out", str(tmp_path))
+    assert r.returncode == 2 and "--stream" in r.stderr
+    r = armgen("new", "kws", "--board", "qemu_mps3_an547", "--frontend", "mfcc", "--stream", "--out", str(tmp_path))
+    assert r.returncode == 2 and "log-mel" in r.stderr
+
+
+@pytest.mark.workspace
+@pytest.mark.needs_workspace
+@pytest.mark.slow
+def test_sww_streams_a_recording_on_qemu(tmp_path):
+    """espeak-ng's "marvin" in 2.5 s of quiet, streamed through the generated firmware on QEMU mps3-an547: every
+    frame within 1 LSB of the whole-recording host features, every window's outputs equal to the host program's
+    on the firmware's window, the detections those outputs give."""
+    from armgen.model.model_source import mlperf_dir
+
+    folder = mlperf_dir()
+    weights = folder / "str_ww_ref_model.tflite" if folder is not None else None
+    if weights is None or not weights.is_file():
+        pytest.skip(f"no str_ww_ref_model.tflite in ARMGEN_MLPERF_DIR ({folder}): `armgen weights fetch sww`")
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
+    from scipy.io import wavfile
+
+    from armgen.model.frontend import read_wav
+
+    word = tmp_path / "marvin.wav"
+    subprocess.run([exe, "-w", str(word), "marvin"], check=True, capture_output=True, timeout=60)
+    pcm = read_wav(word, 16000)
+    rec = np.zeros(40000, dtype=np.int16)
+    rec[12000 : 12000 + pcm.size] = pcm[: 28000]
+    wavfile.write(tmp_path / "long.wav", 16000, rec)
+    calibration = weights.parent / "sww_cal.npz"
+    extra = ("--calibration", str(calibration)) if calibration.is_file() else ()
+    made = armgen("new", "sww", "--board", "qemu_mps3_an547", "--frontend", "lfbe", "--stream", "--out",
+                  str(tmp_path), *extra)
+    assert made.returncode == 0, made.stderr
+    res = armgen("run", str(tmp_path / "sww"), "--input", str(tmp_path / "long.wav"), "--json")
+    assert res.returncode == 0, res.stderr
+    rr = json.loads(res.stdout)
+    print(f"\nsww stream: detections {rr['detections']} (host {rr['host_detections']}), features "
+          f"{rr['features_off']} of {rr['features_total']} off, outputs {rr['outputs_max_lsb']} LSB, per hop front end "
+          f"{rr['frontend_instructions']:,} + network {rr['network_instructions']:,} instructions")
+    assert rr["passed"] and rr["frames"] == 1 + (40000 - 1024) // 512 and rr["windows"] == rr["frames"] - 29
+    assert rr["features_max_lsb"] <= 1 and rr["outputs_max_lsb"] <= 1
+    assert rr["frontend_instructions"] and rr["network_instructions"]
