@@ -28,21 +28,21 @@ the first ``num_mfcc`` coefficients. Sources: mlcommons/tiny
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from armgen.errors import ModelError
 from armgen.model.frontend_lfbe import LfbeFrontend
-from armgen.model.frontend_mel import mel_weight_matrix, sparse_rows
+from armgen.model.frontend_mel import FrameGeometry, mel_weight_matrix, sparse_rows
 
 #: The front-end kinds armgen generates (``armgen new --frontend``).
 FRONTEND_KINDS = ("mfcc", "lfbe")
 
 
 @dataclass(frozen=True)
-class MfccFrontend:
+class MfccFrontend(FrameGeometry):
     """An MFCC front end's parameters (sample counts in samples, frequencies in Hz).
 
     Attributes:
@@ -70,23 +70,9 @@ class MfccFrontend:
     kind = "mfcc"
 
     @property
-    def num_frames(self) -> int:
-        """Frames per clip (``tf.signal.frame`` without end padding)."""
-        return 1 + (self.clip_samples - self.frame_length) // self.frame_step
-
-    @property
-    def num_bins(self) -> int:
-        """Spectrum bins of the real FFT (``fft_length / 2 + 1``)."""
-        return self.fft_length // 2 + 1
-
-    @property
     def frame_features(self) -> int:
         """Values per frame: the coefficients kept."""
         return self.num_mfcc
-
-    def as_record(self) -> dict[str, Any]:
-        """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``."""
-        return {"kind": self.kind, **asdict(self)}
 
     def check(self) -> str | None:
         """What is wrong with the parameters, or None (the kind-specific part of the declaration check)."""

@@ -27,12 +27,12 @@ matrix, which this module's numpy pipeline matches.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from armgen.model.frontend_mel import mel_weight_matrix, sparse_rows
+from armgen.model.frontend_mel import FrameGeometry, mel_weight_matrix, sparse_rows
 
 #: How the features sit in the model's logical input: ``frames_bins`` (frame-major, e.g. 1 x 1 x frames x
 #: bins) or ``bins_frames`` (the bins as channels, time down H: sww's NCHW 1 x 40 x 30 x 1).
@@ -42,7 +42,7 @@ STREAM_KEYS = ("stream", "infer_every", "threshold", "debounce_samples")
 
 
 @dataclass(frozen=True)
-class LfbeFrontend:
+class LfbeFrontend(FrameGeometry):
     """A log-mel filterbank energy front end's parameters (counts in samples, frequencies in Hz).
 
     Defaults are MLPerf Tiny's streaming wakeword (get_dataset.py ``get_lfbe_func``, str_ww_util.py flags).
@@ -96,16 +96,6 @@ class LfbeFrontend:
     kind = "lfbe"
 
     @property
-    def num_frames(self) -> int:
-        """Frames per clip (``tf.signal.stft`` with ``pad_end=False``)."""
-        return 1 + (self.clip_samples - self.frame_length) // self.frame_step
-
-    @property
-    def num_bins(self) -> int:
-        """Spectrum bins of the real FFT (``fft_length / 2 + 1``)."""
-        return self.fft_length // 2 + 1
-
-    @property
     def frame_features(self) -> int:
         """Values per frame: the mel bins."""
         return self.mel_bins
@@ -113,7 +103,7 @@ class LfbeFrontend:
     def as_record(self) -> dict[str, Any]:
         """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``; the streaming
         keys only for a streaming project (a one-shot project's table is as before they existed)."""
-        table = {"kind": self.kind, **asdict(self)}
+        table = super().as_record()
         if not self.stream:
             for key in STREAM_KEYS:
                 table.pop(key)

@@ -8,6 +8,7 @@ weighing zero. MLPerf Tiny's KWS (MFCC) and streaming-wakeword (log-mel) feature
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -52,3 +53,31 @@ def sparse_rows(matrix: np.ndarray) -> dict[str, Any]:
         counts.append(count)
         weights.extend(float(np.float32(w)) for w in matrix[start : start + count, m])
     return {"mel_start": starts, "mel_count": counts, "mel_weights": weights}
+
+
+class FrameGeometry:
+    """What every front end derives alike from its fields: frames per clip, spectrum bins, its record.
+
+    Mixed into the front-end dataclasses (:class:`armgen.model.frontend.MfccFrontend`,
+    :class:`armgen.model.frontend_lfbe.LfbeFrontend`), which declare these fields.
+    """
+
+    clip_samples: int
+    frame_length: int
+    frame_step: int
+    fft_length: int
+    kind: str
+
+    @property
+    def num_frames(self) -> int:
+        """Frames per clip: whole frames only (``tf.signal.frame`` / ``tf.signal.stft`` without end padding)."""
+        return 1 + (self.clip_samples - self.frame_length) // self.frame_step
+
+    @property
+    def num_bins(self) -> int:
+        """Spectrum bins of the real FFT (``fft_length / 2 + 1``)."""
+        return self.fft_length // 2 + 1
+
+    def as_record(self) -> dict[str, Any]:
+        """The parameters as a TOML-able table (``[frontend]`` in ``armgen.toml``), with ``kind``."""
+        return {"kind": self.kind, **asdict(self)}  # type: ignore[call-overload]
