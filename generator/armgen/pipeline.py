@@ -357,7 +357,7 @@ class ProjectRun:
 
 def run_project(
     record: Any, *, on: str | None = None, input_file: Path | None = None, timeout: float = 120.0, repeat: int = 2,
-    rebuild: bool = False, progress: Any = None, say: Say = lambda line: None,
+    rebuild: bool = False, progress: Any = None, say: Say = lambda line: None, truth: Any = None,
 ) -> ProjectRun:
     """Carry out the project's run plan (``armgen.toml [run]``, :mod:`armgen.project.run_plan`): build the run
     image of the project or of its stand-in (armgen's harness main; :func:`armgen.firmware.build.build_project`
@@ -370,6 +370,7 @@ def run_project(
             to override the plan (None: the plan's). input_file: tensors (.npy/.npz/.pt) or, with a front
             end, a WAV clip. timeout: wall-clock seconds per QEMU run. repeat: runs of the same input.
         rebuild: build the run image clean. progress: the build's progress callback. say: notes.
+        truth: a streaming project's :class:`armgen.model.stream_score.Truth` (``--truth``), or None.
 
     Raises:
         ProjectError: no readable program report. RunError: the plan cannot run here (an Ethos-U program on
@@ -455,7 +456,8 @@ def run_project(
 
         streamed = run_stream(elf, report, emulator, frontend_from_record(record.frontend), pcm,  # type: ignore[arg-type]
                               report_dir=report_path.parent, input_source=str(source), tflite=reference_tflite(record),
-                              timeout=max(timeout, 600.0), log_path=elf.parent / "run" / "qemu-stream.log")
+                              timeout=max(timeout, 600.0), log_path=elf.parent / "run" / "qemu-stream.log",
+                              truth=truth)
         return ProjectRun("stream", streamed, board, emulator, report, plan, labels)
     if pcm is not None:
         from armgen.firmware.audio_run import run_audio
@@ -488,7 +490,7 @@ def _clip(record: Any, input_file: Path | None) -> tuple[Any, str]:
     """
     from armgen.errors import RunError
     from armgen.firmware.audio_run import synthetic_clip
-    from armgen.model.frontend import frontend_from_record, read_wav
+    from armgen.model.frontend import frontend_from_record, read_wav, wav_conversion
 
     frontend = frontend_from_record(record.frontend)
     if input_file is not None and input_file.suffix.lower() in (".npy", ".npz", ".pt"):
@@ -497,7 +499,9 @@ def _clip(record: Any, input_file: Path | None) -> tuple[Any, str]:
                        "takes a WAV clip, not a tensor",
                        hint="pass a .wav file, or leave out --input for the synthetic clip")
     if input_file is not None:
-        return read_wav(input_file, frontend.sample_rate), str(input_file)
+        pcm = read_wav(input_file, frontend.sample_rate)
+        converted = wav_conversion(input_file, frontend.sample_rate)
+        return pcm, str(input_file) + (f" ({converted})" if converted else "")
     return synthetic_clip(frontend), "synthetic clip (a chirp; pass --input word.wav)"
 
 

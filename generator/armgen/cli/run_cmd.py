@@ -136,6 +136,10 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str, che
               help="Where to run: qemu (the firmware, Cortex-M programs) or tosa-reference (an Ethos-U "
                    "program on the host: its delegates in the TOSA reference model, its CPU ops with the "
                    "host kernels; not the NPU). Default: qemu, tosa-reference for Ethos-U programs.")
+@click.option("--truth", "truth_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A streaming project (armgen new --stream): score the firmware's and the host reference's "
+                   "detections by MLPerf Tiny's rules against this JSON, detection windows as build_long_wav.py "
+                   "writes them, or a recipe like short_wav_easy10s_spec.json (each word's start + 1 s).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run report as JSON on stdout.")
 @click.pass_context
 def run_command(
@@ -147,6 +151,7 @@ def run_command(
     repeat: int,
     rebuild: bool,
     run_on: str | None,
+    truth_file: Path | None,
     as_json: bool,
 ) -> None:
     """Run PROJECT's firmware on QEMU and check its outputs against the reference.
@@ -167,6 +172,7 @@ def run_command(
     say_if_stale(project)
     project = project.resolve()
     record = _read_record(project)
+    truth = _truth(record, truth_file, input_file) if truth_file is not None else None
 
     def progress(stage: str, done: int, total: int, what: str) -> None:
         if stage == "configure" and done == 0:
@@ -175,7 +181,7 @@ def run_command(
             err_console.print(f"  [{done}/{total}] {what}", highlight=False, markup=False)
 
     run = run_project(record, on=run_on, input_file=input_file, timeout=timeout, repeat=repeat, rebuild=rebuild,
-                      progress=progress,
+                      progress=progress, truth=truth,
                       say=lambda line: err_console.print(line, highlight=False, markup=False, soft_wrap=True))
     if run.kind == "tosa-reference":
         _print_tosa(run, as_json)
@@ -203,6 +209,22 @@ def run_command(
         first = rr.errors[0] if rr.errors else None
         why = f"{first.subject}: {first.message}" if first else "no reference to compare the outputs with"
         raise ArmgenError(f"run check failed: {why}", exit_code=1)
+
+
+def _truth(record: ProjectRecord, truth_file: Path, input_file: Path | None) -> Any:
+    """``--truth`` read before anything is built (:func:`armgen.model.stream_score.load_truth`).
+
+    Raises:
+        RunError: the project does not stream, no ``--input`` recording, or the file is in neither format.
+    """
+    from armgen.model.stream_score import load_truth
+
+    if record.frontend is None or not record.frontend.get("stream"):
+        raise RunError(f"--truth scores a streaming wakeword project; {record.name} is not one",
+                       hint="armgen new sww --frontend lfbe --stream makes one")
+    if input_file is None:
+        raise RunError("--truth needs the recording it describes", hint="add --input long.wav")
+    return load_truth(truth_file)
 
 
 def _print_tosa(run: Any, as_json: bool) -> None:

@@ -38,6 +38,7 @@ from armgen.model import stream as st
 from armgen.model.frontend_lfbe import LfbeFrontend
 from armgen.model.program_report import ProgramReport
 from armgen.model.reference import reference_outputs_many
+from armgen.model.stream_score import Truth, score_windows
 
 _FRAME = re.compile(r"ARMGEN frame (\d+) (-?\d+(?:,-?\d+)*)\s*$")
 _WINDOW = re.compile(r"ARMGEN window (\d+) (-?\d+(?:,-?\d+)*)\s*$")
@@ -58,6 +59,9 @@ class StreamRunReport:
             int8 programs with their own quantization).
         frontend_instructions / network_instructions: per hop, mean over the windows (``-icount shift=0``).
         threshold_q / host_threshold_q: the int8 output 0 a positive needs, firmware and reference.
+        truth / truth_kind: the ``--truth`` file and how its windows were made (``windows``, ``recipe``:
+            :mod:`armgen.model.stream_score`), or None.
+        score / host_score: :class:`armgen.model.stream_score.Score` as a dict, firmware and host reference.
     """
 
     elf: str
@@ -80,6 +84,11 @@ class StreamRunReport:
     findings: tuple[Finding, ...]
     passed: bool
     sample_rate: int = 16000
+    truth: str | None = None
+    truth_kind: str | None = None
+    truth_windows: tuple[tuple[float, float], ...] = ()
+    score: dict[str, Any] | None = None
+    host_score: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``armgen run --json``)."""
@@ -138,16 +147,22 @@ def litert_outputs(tflite: Path, windows_q: np.ndarray) -> tuple[np.ndarray, flo
 def run_stream(
     elf: Path, report: ProgramReport, emulator: Emulator, frontend: LfbeFrontend, pcm: np.ndarray, *,
     report_dir: Path, input_source: str, tflite: Path | None, timeout: float = 600.0, log_path: Path | None = None,
+    truth: Truth | None = None,
 ) -> StreamRunReport:
-    """Stream ``pcm`` (int16 at 16 kHz) through the firmware on QEMU and check it frame by frame, window by window.
+    """Stream ``pcm`` (int16 at 16 kHz) through the firmware on QEMU and check it frame by frame, window by window;
+    with ``truth``, score the firmware's and the host reference's detectors by MLPerf Tiny's rules
+    (:mod:`armgen.model.stream_score`).
 
     Raises:
-        RunError: the firmware faulted, timed out, printed no frames, or the recording is shorter than a window.
+        RunError: the firmware faulted, timed out, printed no frames, or the recording is shorter than a window;
+            a truth window outside the recording (checked before QEMU runs).
     """
     x = np.asarray(pcm, dtype=np.int16).reshape(-1)
     if x.size < frontend.clip_samples:
         raise RunError(f"{input_source}: {x.size} samples, shorter than one window ({frontend.clip_samples} samples, "
                        f"{frontend.clip_samples / frontend.sample_rate:.3f} s)")
+    if truth is not None:  # a bad truth file fails before minutes of QEMU
+        score_windows(frontend, truth, np.zeros(0, dtype=int), int(x.size))
     qrun = run_qemu(elf, emulator, timeout=timeout, input_bytes=x.astype("<i2").tobytes(), log_path=log_path)
     check_run(qrun, parse_firmware_output(qrun.console), input_source)
     frames, outs, ticks, dets = parse_stream(qrun.console)
@@ -179,18 +194,20 @@ def run_stream(
             findings.append(Finding("error", "outputs", f"window {i}: more than 1 LSB off the host program"))
     thr = st.threshold_q(frontend.threshold, out_info.scale, int(out_info.zero_point or 0))
     every = frontend.infer_every
-    expect = st.detections(frontend, _positives(outs, len(fw_windows), thr), every)
+    fw_pos = _positives(outs, len(fw_windows), thr)
+    expect = st.detections(frontend, fw_pos, every)
     if expect != [d for d, _ in dets]:
         findings.append(Finding("error", "detections", f"the firmware reported {[d for d, _ in dets]}, its own "
                                 f"outputs give {expect}"))
     host_dets: list[int] = []
+    host_pos = None
     litert_lsb = host_thr = None
     if tflite is not None and tflite.is_file():
         ys, scale, zero = litert_outputs(tflite, st.windows(host_q, frontend.num_frames)[::every])
         host_thr = st.threshold_q(frontend.threshold, scale, zero)
         pos = np.zeros(len(fw_windows), dtype=int)
         pos[::every] = st.positives(ys[:, 0], host_thr)
-        host_dets = st.detections(frontend, pos, every)
+        host_dets, host_pos = st.detections(frontend, pos, every), pos
         fw0 = np.asarray([outs[i][0] for i in ran], dtype=np.int64)
         litert_lsb = int(np.abs(fw0 - ys[: len(fw0), 0].astype(np.int64)).max()) if len(fw0) else 0
         if host_dets != [d for d, _ in dets]:
@@ -205,6 +222,12 @@ def run_stream(
     def mean_instructions(values: list[int]) -> int | None:
         return instructions_from_ticks(round(float(np.mean(values))), hz) if values and hz else None
 
+    scores: dict[str, Any] = {}
+    if truth is not None:
+        scores["score"] = asdict(score_windows(frontend, truth, fw_pos, int(x.size), every))
+        if host_pos is not None:
+            scores["host_score"] = asdict(score_windows(frontend, truth, host_pos, int(x.size), every))
+        scores |= {"truth": truth.path, "truth_kind": truth.kind, "truth_windows": truth.windows}
     return StreamRunReport(
         elf=str(elf), machine=emulator.qemu_machine, input_source=input_source, samples=int(x.size),
         frames=len(frames), windows=len(outs), detections=tuple(d for d, _ in dets), host_detections=tuple(host_dets),
@@ -212,7 +235,7 @@ def run_stream(
         outputs_max_lsb=worst, litert_max_lsb=litert_lsb, frontend_instructions=mean_instructions(fe_t),
         network_instructions=mean_instructions(net_t), threshold_q=thr, host_threshold_q=host_thr,
         findings=tuple(findings), passed=not any(f.severity == "error" for f in findings),
-        sample_rate=frontend.sample_rate,
+        sample_rate=frontend.sample_rate, **scores,
     )
 
 
@@ -261,9 +284,25 @@ def describe(rr: StreamRunReport) -> list[str]:
                 if rr.litert_max_lsb is not None else ""),
              f"threshold: int8 output 0 >= {rr.threshold_q}" + (f" (reference .tflite: >= {rr.host_threshold_q})"
                                                                if rr.host_threshold_q is not None else "")]
+    if rr.truth is not None:
+        how = "detection windows" if rr.truth_kind == "windows" else "a recipe: each word's start + 1 s"
+        spans = ", ".join(f"{a:.3f}-{b:.3f} s" for a, b in rr.truth_windows)
+        lines.append(f"truth: {rr.truth} ({how}): {len(rr.truth_windows)} wake word(s) at {spans or 'none'}")
+        for who, sc in (("firmware", rr.score), ("host, .tflite/LiteRT", rr.host_score)):
+            if sc is not None:
+                lines.append(f"score ({who}): {_score_line(sc, sec)}")
     if rr.frontend_instructions is not None and rr.network_instructions is not None:
         lines.append(f"instructions per hop: front end {rr.frontend_instructions:,}, network "
                      f"{rr.network_instructions:,} (mean; QEMU -icount shift=0, not silicon cycles)")
     lines += [f"{f.severity}: {f.subject}: {f.message}" for f in rr.findings]
     lines.append("PASS" if rr.passed else "FAIL")
     return lines
+
+
+def _score_line(sc: dict[str, Any], rate: int) -> str:
+    """``true detections 2, false detections 0, false rejections 1 (7.000 s)`` from a score dict."""
+    def at(key: str) -> str:
+        return f" ({', '.join(f'{v / rate:.3f} s' for v in sc[key])})" if sc[key] else ""
+
+    return (f"true detections {sc['true_detections']}{at('true_at')}, false detections {sc['false_detections']}"
+            f"{at('false_at')}, false rejections {sc['false_rejections']}{at('rejected_at')}")

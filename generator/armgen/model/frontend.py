@@ -230,6 +230,34 @@ def frontend_from_record(table: dict[str, Any]) -> Frontend:
     return frontend_from_declaration(dict(table), "armgen.toml [frontend]")
 
 
+def wav_conversion(path: Any, sample_rate: int) -> str:
+    """What :func:`read_wav` does to ``path`` to make it mono 16-bit PCM at ``sample_rate`` Hz, for the run report
+    (``"8,000 Hz resampled to 16,000 Hz, 24-bit PCM to 16-bit"``); empty when nothing. Unreadable files give
+    empty too (:func:`read_wav` says why).
+    """
+    import wave
+
+    from scipy.io import wavfile
+
+    notes: list[str] = []
+    try:
+        rate, data = wavfile.read(path)
+    except Exception:  # noqa: BLE001 - read_wav reports the file's problem in its own words
+        return ""
+    if int(rate) != sample_rate:
+        notes.append(f"{int(rate):,} Hz resampled to {sample_rate:,} Hz")
+    try:
+        with wave.open(str(path)) as w:
+            bits = f"{8 * w.getsampwidth()}-bit PCM"
+    except (wave.Error, EOFError, OSError):  # float or extensible WAV: scipy's dtype says it
+        bits = f"{data.dtype.itemsize * 8}-bit {'float' if data.dtype.kind == 'f' else 'PCM'}"
+    if bits != "16-bit PCM":
+        notes.append(f"{bits} to 16-bit")
+    if data.ndim == 2 and data.shape[1] > 1:
+        notes.append(f"{data.shape[1]} channels averaged")
+    return ", ".join(notes)
+
+
 def read_wav(path: Any, sample_rate: int) -> np.ndarray:
     """A WAV file as mono int16 PCM at ``sample_rate`` Hz.
 
