@@ -36,10 +36,11 @@ def lower_without_cortex_m_passes(qep: Any, cpu: str) -> tuple[Any, list[Any], l
 
 
 def quantize_contiguous(model: Any, example: Any, calib: Any, backend: Any, target: Any, system_config: Any,
-                        memory_mode: Any, vela_config_file: Any) -> tuple[Any, Any]:
+                        memory_mode: Any, vela_config_file: Any, int8_reference: Any = None) -> tuple[Any, Any]:
     """PT2E with CortexMQuantizer as armgen's compile stage does, but in the default (NCHW) memory
     format: the portable kernels need one dim order for activations and weights, and the
-    channels_last conversion is part of the Cortex-M flow, not of the portable one."""
+    channels_last conversion is part of the Cortex-M flow, not of the portable one. ``int8_reference`` (sww's
+    .tflite quantization) is not adopted here: the portable comparison keeps calibration's."""
     import torch
     from executorch.backends.cortex_m.quantizer.quantizer import CortexMQuantizer
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e

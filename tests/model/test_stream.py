@@ -123,3 +123,35 @@ def test_sww_streams_a_recording_on_qemu(tmp_path):
     assert rr["passed"] and rr["frames"] == 1 + (40000 - 1024) // 512 and rr["windows"] == rr["frames"] - 29
     assert rr["features_max_lsb"] <= 1 and rr["outputs_max_lsb"] <= 1
     assert rr["frontend_instructions"] and rr["network_instructions"]
+    _program_gives_the_reference_files_integers(tmp_path / "sww" / "model", weights)
+
+
+def _program_gives_the_reference_files_integers(model_dir, weights):
+    """The project's program adopts the .tflite's own scales and zero points (armgen.model.tflite_quant): on
+    upstream's 45 calibration windows its lowered program (the firmware's arithmetic, on the host) gives LiteRT's
+    int8 outputs with TFLite's reference kernels, to the bit (with calibration's scales: up to 20 LSB apart)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from armgen.model.program_report import ProgramReport
+    from armgen.model.reference import reference_outputs_many
+
+    cal = weights.parent / "calibration_samples.npz"
+    if not cal.is_file():
+        print(f"(no {cal}: the comparison with LiteRT on the calibration windows was not made)")
+        return
+    report = ProgramReport.load(next(model_dir.glob("*.report.json")))
+    assert (report.outputs[0].scale, report.outputs[0].zero_point) == (1 / 256, -128)
+    it = Interpreter(model_path=str(weights), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    i, o = it.get_input_details()[0], it.get_output_details()[0]
+    scale, zero = i["quantization"]
+    with np.load(cal) as z:
+        q_inputs = [np.array(w[None] / scale + zero, dtype=np.int8) for w in z["specs"]]  # evaluate.py's cast
+    mine = reference_outputs_many(report, model_dir, [[q.transpose(0, 3, 1, 2).copy()] for q in q_inputs])
+    worst = 0
+    for m, q in zip(mine, q_inputs, strict=True):
+        it.set_tensor(i["index"], q)
+        it.invoke()
+        worst = max(worst, int(np.abs(np.asarray(m[0]).reshape(-1).astype(int)
+                                      - it.get_tensor(o["index"]).reshape(-1).astype(int)).max()))
+    assert len(q_inputs) == 45 and worst == 0, f"largest int8 output difference from LiteRT {worst} LSB"

@@ -202,3 +202,4 @@ def test_representative_inputs_are_in_the_reference_input_range():
     assert [tuple(x.shape) for (x,) in inputs] == [(1, 40, 30, 1)] * 4
     assert all(float(x.min()) >= 0.0 and float(x.max()) <= 1.0 for (x,) in inputs)
     assert torch.equal(inputs[0][0], _sww().representative_inputs(4, seed=1)[0][0])  # deterministic
+

@@ -308,7 +308,8 @@ def compile_model(
 
     with _quiet():
         qmodel, qep = _quantize(
-            model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file
+            model, src.example_inputs, calib, backend, target, system_config, memory_mode, vela_config_file,
+            _int8_reference(src, backend, notes),
         )
     vela_text, rejected = io.StringIO(), dict[str, str]()
     with tempfile.TemporaryDirectory(prefix="armgen-tosa-") as artifacts:
@@ -589,6 +590,22 @@ def _check_io_quant(report: ProgramReport) -> None:
             raise ProgramError(f"program I/O {info.index} is int8 but its quantization was not found")
 
 
+def _int8_reference(src: Any, backend: str, notes: list[str]) -> Any:
+    """The quantization of the sample's weights file when it is a full-integer ``.tflite`` (``sww``) and the
+    program is a Cortex-M one: armgen then makes the file's integers (:mod:`armgen.model.tflite_quant`); else
+    None. An Ethos-U program keeps its quantizer's symmetric scheme."""
+    weights = getattr(src, "weights", None)
+    if backend != "cortex-m" or weights is None or Path(weights).suffix.lower() != ".tflite":
+        return None
+    from armgen.model.tflite_quant import read_tflite_quantization
+
+    quant = read_tflite_quantization(Path(weights))
+    if quant is not None:
+        notes.append(f"quantization: {Path(weights).name}'s own scales and zero points ({len(quant.activations)} "
+                     f"activation, {len(quant.weights)} weight tensors), not calibration's")
+    return quant
+
+
 def _quantize(
     model: torch.nn.Module,
     example: tuple[torch.Tensor, ...],
@@ -598,8 +615,10 @@ def _quantize(
     system_config: str | None,
     memory_mode: str | None,
     vela_config_file: str | Path | None,
+    int8_reference: Any = None,
 ) -> tuple[torch.fx.GraphModule, Any]:
-    """PT2E post-training quantization; returns (converted model, its torch.export program)."""
+    """PT2E post-training quantization; returns (converted model, its torch.export program). ``int8_reference``:
+    a full-integer ``.tflite``'s :class:`armgen.model.tflite_quant.TfliteQuantization`, adopted after calibration."""
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     if backend == "cortex-m":
@@ -626,6 +645,10 @@ def _quantize(
         with torch.no_grad():
             for sample in calib:
                 prepared(*sample)
+        if int8_reference is not None:
+            from armgen.model.tflite_quant import adopt_tflite_quantization
+
+            adopt_tflite_quantization(prepared, int8_reference)
         converted = convert_pt2e(prepared)
     except Exception as exc:  # noqa: BLE001
         raise ModelError(f"int8 quantization failed: {_one_line(exc)}") from exc

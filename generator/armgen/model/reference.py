@@ -294,7 +294,13 @@ def reference_outputs_many(
         ]
         from armgen.model.lowered_program import exact_integer_convolution
 
+        module = program.module()  # once: each call unlifts the program into a new GraphModule
+        seen: dict[bytes, tuple[np.ndarray, ...]] = {}  # a stream's silent stretches repeat a window
         for inputs in runs:
+            key = b"".join(np.ascontiguousarray(a).tobytes() for a in inputs)
+            if key in seen:
+                results.append(seen[key])
+                continue
             args = []
             for i, (arr, info) in enumerate(zip(inputs, report.inputs, strict=True)):
                 want_float = True
@@ -306,10 +312,11 @@ def reference_outputs_many(
                 # same values, strides in the tensor's dim order (e.g. channels_last)
                 args.append(with_dim_order(torch.from_numpy(np.ascontiguousarray(x)), info.dim_order))
             with torch.no_grad(), exact_integer_convolution():
-                out = program.module()(*args)
+                out = module(*args)
             if not isinstance(out, (tuple, list)):
                 out = (out,)
-            results.append(tuple(np.asarray(o.detach().numpy()) for o in out))
+            seen[key] = tuple(np.asarray(o.detach().numpy()) for o in out)
+            results.append(seen[key])
     except ModelError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure here is one line for the user

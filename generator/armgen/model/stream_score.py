@@ -164,7 +164,8 @@ def score(detected: np.ndarray, present: np.ndarray, sample_rate: int = 16000) -
     if len(starts) != len(stops) or present[0] > 0 or present[-1] > 0:
         raise RunError("the truth has a wake word in progress at the start or end of the recording")
     false = np.copy(detected)
-    true_at, rejected_at = [], []
+    true_at: list[int] = []
+    rejected_at: list[int] = []
     for a, b in zip(starts, stops, strict=True):
         (true_at if np.any(detected[a : b + tol] == 1) else rejected_at).append(int(a))
         false[a : b + mask] = 0
