@@ -435,6 +435,8 @@ def run_project(
     if record.frontend is not None:
         pcm, source = _clip(record, input_file)
         inputs = None
+        if record.frontend.get("stream") and input_file is not None:
+            _check_recording(record, pcm, str(source))
     else:
         inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
     from armgen.firmware import build as build_stage  # lazy: cmake/ninja wrappers
@@ -503,6 +505,21 @@ def _clip(record: Any, input_file: Path | None) -> tuple[Any, str]:
         converted = wav_conversion(input_file, frontend.sample_rate)
         return pcm, str(input_file) + (f" ({converted})" if converted else "")
     return synthetic_clip(frontend), "synthetic clip (a chirp; pass --input word.wav)"
+
+
+def _check_recording(record: Any, pcm: Any, source: str) -> None:
+    """A streaming project's recording must hold one window, before anything is built.
+
+    Raises:
+        RunError: fewer samples than one window (``clip_samples``).
+    """
+    from armgen.errors import RunError
+    from armgen.model.frontend import frontend_from_record
+
+    fe = frontend_from_record(record.frontend)
+    if pcm.size < fe.clip_samples:
+        raise RunError(f"{source}: {pcm.size:,} samples, shorter than one window ({fe.clip_samples:,} samples, "
+                       f"{fe.clip_samples / fe.sample_rate:.3f} s)", hint="stream a longer recording")
 
 
 def _class_labels(record: Any) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from _programs import armgen
+from _programs import armgen, one_error_line
 from armgen.model import stream as st
 from armgen.model.frontend import LfbeFrontend, frontend_from_declaration
 
@@ -114,15 +114,28 @@ def test_sww_streams_a_recording_on_qemu(tmp_path):
     made = armgen("new", "sww", "--board", "qemu_mps3_an547", "--frontend", "lfbe", "--stream", "--out",
                   str(tmp_path), *extra)
     assert made.returncode == 0, made.stderr
-    res = armgen("run", str(tmp_path / "sww"), "--input", str(tmp_path / "long.wav"), "--json")
+    # bad input, refused in one line before anything is built
+    wavfile.write(tmp_path / "short.wav", 16000, rec[:15000])
+    r = armgen("run", str(tmp_path / "sww"), "--input", str(tmp_path / "short.wav"))
+    assert r.returncode == 2 and "15,000 samples, shorter than one window (15,872" in one_error_line(r)
+    (tmp_path / "truth.json").write_text('{"windows": [[0.75, 1.3]]}')
+    r = armgen("run", str(tmp_path / "sww"), "--input", str(tmp_path / "long.wav"), "--truth",
+               str(tmp_path / "truth.json"))
+    assert r.returncode == 2 and "neither detection_windows nor configs_wakeword" in one_error_line(r)
+    assert not (tmp_path / "sww" / "build").exists()
+    (tmp_path / "truth.json").write_text('{"detection_windows": [[0.75, 1.3]], "sample_rate": 16000}')
+    res = armgen("run", str(tmp_path / "sww"), "--input", str(tmp_path / "long.wav"), "--json", "--truth",
+                 str(tmp_path / "truth.json"))
     assert res.returncode == 0, res.stderr
     rr = json.loads(res.stdout)
     print(f"\nsww stream: detections {rr['detections']} (host {rr['host_detections']}), features "
-          f"{rr['features_off']} of {rr['features_total']} off, outputs {rr['outputs_max_lsb']} LSB, per hop front end "
+          f"{rr['features_off']} of {rr['features_total']} off, score {rr['score']}, outputs {rr['outputs_max_lsb']} LSB, per hop front end "
           f"{rr['frontend_instructions']:,} + network {rr['network_instructions']:,} instructions")
     assert rr["passed"] and rr["frames"] == 1 + (40000 - 1024) // 512 and rr["windows"] == rr["frames"] - 29
     assert rr["features_max_lsb"] <= 1 and rr["outputs_max_lsb"] <= 1
     assert rr["frontend_instructions"] and rr["network_instructions"]
+    assert rr["truth_kind"] == "windows" and rr["score"]["true_detections"] + rr["score"]["false_rejections"] == 1
+    assert rr["frontend_instructions_max"] >= rr["frontend_instructions"]
     _program_gives_the_reference_files_integers(tmp_path / "sww" / "model", weights)
 
 
