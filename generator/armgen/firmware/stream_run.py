@@ -58,6 +58,7 @@ class StreamRunReport:
             int8 programs with their own quantization).
         frontend_instructions / network_instructions: per hop, mean over the windows (``-icount shift=0``).
         threshold_q / host_threshold_q: the int8 output 0 a positive needs, firmware and reference.
+        firmware: ``baremetal`` or ``zephyr``: what kind of image ran (the console protocol is the same).
     """
 
     elf: str
@@ -80,6 +81,7 @@ class StreamRunReport:
     findings: tuple[Finding, ...]
     passed: bool
     sample_rate: int = 16000
+    firmware: str = "baremetal"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``armgen run --json``)."""
@@ -138,8 +140,10 @@ def litert_outputs(tflite: Path, windows_q: np.ndarray) -> tuple[np.ndarray, flo
 def run_stream(
     elf: Path, report: ProgramReport, emulator: Emulator, frontend: LfbeFrontend, pcm: np.ndarray, *,
     report_dir: Path, input_source: str, tflite: Path | None, timeout: float = 600.0, log_path: Path | None = None,
+    firmware: str = "baremetal",
 ) -> StreamRunReport:
     """Stream ``pcm`` (int16 at 16 kHz) through the firmware on QEMU and check it frame by frame, window by window.
+    ``timeout``: seconds of QEMU wall time; ``firmware``: ``baremetal`` or ``zephyr``, recorded in the report.
 
     Raises:
         RunError: the firmware faulted, timed out, printed no frames, or the recording is shorter than a window.
@@ -212,7 +216,7 @@ def run_stream(
         outputs_max_lsb=worst, litert_max_lsb=litert_lsb, frontend_instructions=mean_instructions(fe_t),
         network_instructions=mean_instructions(net_t), threshold_q=thr, host_threshold_q=host_thr,
         findings=tuple(findings), passed=not any(f.severity == "error" for f in findings),
-        sample_rate=frontend.sample_rate,
+        sample_rate=frontend.sample_rate, firmware=firmware,
     )
 
 
