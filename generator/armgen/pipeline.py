@@ -51,8 +51,8 @@ def new_project(
     ``$ARMGEN_ZEPHYR_TREE_OF_ANOTHER_RELEASE=1``; see :func:`armgen.project.zephyr.board_target`).
     ``standin_choice``: ``auto`` or ``baremetal``: the stand-in application `armgen run` uses, rendered with
     the project (:func:`armgen.project.run_plan.standin_rtos`). ``stream``: hops between inferences of a
-    streaming wakeword firmware (``--stream``, lfbe front end, bare metal; :mod:`armgen.model.stream`), None for
-    one-shot.
+    streaming wakeword firmware (``--stream``, lfbe front end, bare metal or Zephyr; :mod:`armgen.model.stream`),
+    None for one-shot.
 
     Raises:
         BoardError, ProjectError, ModelError, ProgramError: as the stages raise them (one line each).
@@ -87,7 +87,7 @@ def new_project(
         check_model_spec(model)  # the model file exists (no torch imported): before the compile, not after
     audio = _frontend(frontend, model or name) if frontend is not None else None
     if stream is not None:
-        audio = _streaming(audio, stream, rtos)
+        audio = _streaming(audio, stream)
     if calibration is not None and not Path(calibration).expanduser().exists():
         raise ModelError(f"{calibration}: calibration data not found")  # before the compile, not after
     dest = project_dir.expanduser().resolve() if project_dir is not None else out_dir.expanduser().resolve() / name
@@ -225,16 +225,15 @@ def _frontend(kind: str, source: str) -> tuple[Any, tuple[str, ...]]:
     return fe, labels
 
 
-def _streaming(audio: tuple[Any, tuple[str, ...]] | None, every: int, rtos: str) -> tuple[Any, tuple[str, ...]]:
-    """The front end made to stream, inference every ``every`` hops.
+def _streaming(audio: tuple[Any, tuple[str, ...]] | None, every: int) -> tuple[Any, tuple[str, ...]]:
+    """The front end made to stream, inference every ``every`` hops (bare metal, or Zephyr 3.7 and 4.1: the
+    harness main, the front end and the semihosting input are the same generated C).
 
     Raises:
-        ProjectError: no lfbe front end, or not bare metal (the Zephyr harness does not stream yet).
+        ProjectError: no lfbe front end.
     """
     if audio is None or audio[0].kind != "lfbe":
         raise ProjectError("--stream needs the log-mel front end", hint="add --frontend lfbe (the sww sample)")
-    if rtos != "baremetal":
-        raise ProjectError("--stream is generated for bare metal only", hint="add --rtos baremetal")
     return dataclasses.replace(audio[0], stream=True, infer_every=every), audio[1]
 
 
@@ -459,7 +458,7 @@ def run_project(
         streamed = run_stream(elf, report, emulator, frontend_from_record(record.frontend), pcm,  # type: ignore[arg-type]
                               report_dir=report_path.parent, input_source=str(source), tflite=reference_tflite(record),
                               timeout=max(timeout, 600.0), log_path=elf.parent / "run" / "qemu-stream.log",
-                              truth=truth)
+                              truth=truth, firmware=firmware)
         return ProjectRun("stream", streamed, board, emulator, report, plan, labels)
     if pcm is not None:
         from armgen.firmware.audio_run import run_audio

@@ -174,6 +174,52 @@ def test_kws_with_the_mfcc_front_end_hears_a_spoken_word(zapp, tmp_path):
     assert "mfcc front end, Zephyr image on QEMU mps3-an547" in text
 
 
+@pytest.mark.workspace
+@needs_zephyr
+def test_sww_streams_a_recording_on_zephyr(zapp, tmp_path):
+    """sww with `--frontend lfbe --stream` as a Zephyr application (issue 45): espeak-ng's "marvin" in 2.5 s of
+    quiet streamed through the Zephyr image on QEMU mps3-an547 in 512-sample blocks (semihosting), checked as on
+    bare metal (tests/model/test_stream.py): every frame within 1 LSB of the whole-recording host features, every
+    window's outputs within 1 LSB of the host program's on the firmware's window, the detections those outputs
+    give. In the shared directory after the mfcc test: CMSIS-DSP is compiled already."""
+    from armgen.model.model_source import mlperf_dir
+
+    folder = mlperf_dir()
+    weights = folder / "str_ww_ref_model.tflite" if folder is not None else None
+    if weights is None or not weights.is_file():
+        pytest.skip(f"no str_ww_ref_model.tflite in ARMGEN_MLPERF_DIR ({folder}): `armgen weights fetch sww`")
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
+    import numpy as np
+    from scipy.io import wavfile
+
+    from armgen.model.frontend import read_wav
+
+    subprocess.run([exe, "-w", str(tmp_path / "marvin.wav"), "marvin"], check=True, capture_output=True, timeout=60)
+    rec = np.zeros(40000, dtype=np.int16)
+    pcm = read_wav(tmp_path / "marvin.wav", 16000)[:28000]
+    rec[12000 : 12000 + pcm.size] = pcm
+    wavfile.write(tmp_path / "long.wav", 16000, rec)
+    calibration = weights.parent / "sww_cal.npz"
+    extra = ("--calibration", str(calibration)) if calibration.is_file() else ()
+    ok(armgen("new", "zapp", "--model", "sww", "--board", "qemu_mps3_an547", "--rtos", "zephyr", "--zephyr-release",
+              RELEASE, "--frontend", "lfbe", "--stream", "--out", str(zapp), "--force", *extra),
+       "armgen new --frontend lfbe --stream")
+    r = armgen("run", str(zapp / "zapp"), "--input", str(tmp_path / "long.wav"), "--json")
+    ok(r, "armgen run --input long.wav")
+    rr = json.loads(r.stdout)
+    print(f"\nsww stream on Zephyr {RELEASE}: detections {rr['detections']} (host {rr['host_detections']}), features "
+          f"{rr['features_off']} of {rr['features_total']} off, outputs {rr['outputs_max_lsb']} LSB, per hop front "
+          f"end {rr['frontend_instructions']:,} + network {rr['network_instructions']:,} instructions")
+    assert rr["firmware"] == "zephyr" and rr["elf"].endswith("build/run-input/zephyr/zephyr.elf")
+    assert rr["passed"], rr["findings"]
+    assert rr["frames"] == 1 + (40000 - 1024) // 512 and rr["windows"] == rr["frames"] - 29
+    assert rr["features_max_lsb"] <= 1 and rr["outputs_max_lsb"] <= 1
+    assert not [f for f in rr["findings"] if f["subject"] == "detections" and f["severity"] == "error"]
+    assert rr["frontend_instructions"] and rr["network_instructions"]
+
+
 def test_a_front_end_without_cmsis_dsp_in_the_workspace_is_one_line(tmp_path):
     """A Zephyr project with a front end against a workspace that has no CMSIS-DSP (one made before the manifest
     pinned it): exit 2, one line naming the directory and the init that brings it, before CMake runs."""

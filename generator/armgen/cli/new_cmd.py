@@ -63,10 +63,10 @@ def _say(text: str) -> None:
               help="Generate the model's audio front end in C (its source's FRONTEND declaration: kws's MLPerf "
                    "Tiny MFCC, sww's log-mel filterbank energies, lfbe) on CMSIS-DSP: the firmware takes 16-bit PCM.")
 @click.option("--stream", is_flag=True,
-              help="With --frontend lfbe (bare metal): a streaming wakeword firmware. `armgen run --input long.wav` "
-                   "feeds the recording in blocks through a ring buffer, one 32 ms frame per hop, inference every "
-                   "--infer-every hops, the reference's 0.95 threshold and 1 s debouncing; each detection printed "
-                   "with its time beside the host's.")
+              help="With --frontend lfbe (bare metal or Zephyr): a streaming wakeword firmware. `armgen run --input "
+                   "long.wav` feeds the recording in blocks through a ring buffer, one 32 ms frame per hop, inference "
+                   "every --infer-every hops, the reference's 0.95 threshold and 1 s debouncing; each detection "
+                   "printed with its time beside the host's.")
 @click.option("--infer-every", type=click.IntRange(1, 30), default=None, metavar="HOPS",
               help="With --stream: hops between inferences (default 1, every hop as MLPerf Tiny's evaluate.py).")
 @click.option("--standin", "standin_choice", type=click.Choice(["auto", "baremetal"]), default="auto",

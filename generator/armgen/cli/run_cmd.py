@@ -259,7 +259,8 @@ def _print_stream(run: Any, cpu_line: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rr.to_dict() | {"cpu": cpu_line}, indent=2, sort_keys=True))
     else:
-        head = f"program {run.report.name} streaming on QEMU {rr.machine}, board {run.board.name}\n{cpu_line}"
+        image = "Zephyr image" if rr.firmware == "zephyr" else "bare-metal image"
+        head = f"program {run.report.name} streaming, {image} on QEMU {rr.machine}, board {run.board.name}\n{cpu_line}"
         out_console.print(head, markup=False, highlight=False, soft_wrap=True)
         for line in describe(rr):
             out_console.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -63,6 +63,7 @@ class StreamRunReport:
         truth / truth_kind: the ``--truth`` file and how its windows were made (``windows``, ``recipe``:
             :mod:`armgen.model.stream_score`), or None.
         score / host_score: :class:`armgen.model.stream_score.Score` as a dict, firmware and host reference.
+        firmware: ``baremetal`` or ``zephyr``: what kind of image ran (the console protocol is the same).
     """
 
     elf: str
@@ -92,6 +93,7 @@ class StreamRunReport:
     truth_windows: tuple[tuple[float, float], ...] = ()
     score: dict[str, Any] | None = None
     host_score: dict[str, Any] | None = None
+    firmware: str = "baremetal"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (``armgen run --json``)."""
@@ -153,11 +155,12 @@ def litert_outputs(tflite: Path, windows_q: np.ndarray) -> tuple[np.ndarray, flo
 def run_stream(
     elf: Path, report: ProgramReport, emulator: Emulator, frontend: LfbeFrontend, pcm: np.ndarray, *,
     report_dir: Path, input_source: str, tflite: Path | None, timeout: float = 600.0, log_path: Path | None = None,
-    truth: Truth | None = None,
+    truth: Truth | None = None, firmware: str = "baremetal",
 ) -> StreamRunReport:
     """Stream ``pcm`` (int16 at 16 kHz) through the firmware on QEMU and check it frame by frame, window by window;
     with ``truth``, score the firmware's and the host reference's detectors by MLPerf Tiny's rules
-    (:mod:`armgen.model.stream_score`).
+    (:mod:`armgen.model.stream_score`). ``timeout``: seconds of QEMU wall time; ``firmware``: ``baremetal`` or
+    ``zephyr``, recorded in the report.
 
     Raises:
         RunError: the firmware faulted, timed out, printed no frames, or the recording is shorter than a window;
@@ -251,7 +254,7 @@ def run_stream(
         network_instructions=mean_instructions(net_t), frontend_instructions_max=max_instructions(fe_t),
         network_instructions_max=max_instructions(net_t), threshold_q=thr, host_threshold_q=host_thr,
         findings=tuple(findings), passed=not any(f.severity == "error" for f in findings),
-        sample_rate=frontend.sample_rate, **scores,
+        sample_rate=frontend.sample_rate, firmware=firmware, **scores,
     )
 
 

@@ -101,6 +101,11 @@ class _ExactIntegerConvolution:
     int8 convolution (e.g. a 1-D keyword spotter's ``Conv1d(dilation=2)``) cannot run on the host.
     In float64 every int8 x int8 product and every sum of fewer than 2**37 of them is exact, so the
     result, rounded back to the integer type, is CMSIS-NN's accumulator bit for bit.
+
+    On one thread: PyTorch's float64 CPU convolution (no oneDNN kernel) parallelises a depthwise one over its
+    groups, and on a busy machine each call then waits about 1 s for the other thread (measured 2026-12-06, 2-core
+    Xeon with another job: sww's 128-channel depthwise layers 1.02 s a call on two threads, 1 ms on one), which
+    made the host reference of a 48-window stream take 70 s instead of about 1 s.
     """
 
     def __init__(self, functional: Any) -> None:
@@ -112,8 +117,15 @@ class _ExactIntegerConvolution:
     def conv2d(self, x: Any, weight: Any, bias: Any = None, *args: Any, **kwargs: Any) -> Any:
         if x.dtype.is_floating_point:
             return self._functional.conv2d(x, weight, bias, *args, **kwargs)
-        out = self._functional.conv2d(x.double(), weight.double(), None if bias is None else bias.double(),
-                                      *args, **kwargs)
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            out = self._functional.conv2d(x.double(), weight.double(), None if bias is None else bias.double(),
+                                          *args, **kwargs)
+        finally:
+            torch.set_num_threads(threads)
         return out.round().to(x.dtype)
 
 

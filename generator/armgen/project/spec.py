@@ -273,7 +273,7 @@ def make_spec(
             (only for emulator stand-ins, e.g. a Cortex-M85 program on QEMU's Cortex-M55).
         zephyr: the board in the project's Zephyr release (required when the RTOS is Zephyr; see
             :func:`armgen.project.zephyr.zephyr_placement`).
-        frontend: an audio front end generated in C in front of the model (bare metal; the program
+        frontend: an audio front end generated in C in front of the model (bare metal or Zephyr; the program
             must take one int8 input of ``num_frames x frame_features`` elements). class_labels: the
             output classes' names (``armgen run`` prints the top one).
 
