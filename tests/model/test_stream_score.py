@@ -152,3 +152,20 @@ def test_truth_on_a_project_that_does_not_stream_is_refused_before_building(tmp_
     r = armgen("run", str(tmp_path / "kws"), "--input", str(tmp_path / "x.wav"), "--truth", str(truth))
     assert r.returncode == 2 and "--truth scores a streaming wakeword project; kws is not one" in one_error_line(r)
     assert not (tmp_path / "kws" / "build").exists()
+
+
+def test_duty_cycle_is_the_share_of_a_hop_at_the_boards_clock():
+    from armgen.firmware.stream_run import StreamRunReport, duty_cycle
+
+    rr = StreamRunReport(
+        elf="x.elf", machine="mps2-an386", input_source="r.wav", samples=160000, frames=311, windows=282,
+        detections=(), host_detections=(), features_off=0, features_total=12440, features_max_lsb=0, outputs_max_lsb=0,
+        litert_max_lsb=0, frontend_instructions=84_840, network_instructions=2_294_880, threshold_q=116,
+        host_threshold_q=116, findings=(), passed=True, frontend_instructions_max=90_000,
+        network_instructions_max=2_300_000)
+    at_168 = duty_cycle(rr, 168_000_000)  # stm32f4_disco: 5,376,000 cycles per 32 ms hop
+    assert at_168 is not None and at_168["cycles_per_hop"] == 5_376_000 and at_168["keeps_up"]
+    assert at_168["mean"] == round(2_379_720 / 5_376_000, 4) and at_168["largest"] == round(2_390_000 / 5_376_000, 4)
+    at_25 = duty_cycle(rr, 25_000_000)  # the an386 FPGA's 25 MHz: 800,000 cycles, about three times too few
+    assert at_25 is not None and not at_25["keeps_up"] and at_25["largest"] > 2.9
+    assert duty_cycle(rr, 0) is None

@@ -253,17 +253,24 @@ def _print_stream(run: Any, cpu_line: str, as_json: bool) -> None:
     Raises:
         ArmgenError (exit 1): a check failed.
     """
-    from armgen.firmware.stream_run import describe
+    from armgen.firmware.stream_run import describe, duty_cycle
 
-    rr = run.result
+    rr, board = run.result, run.board
+    duty = duty_cycle(rr, board.cpu.clock_hz)
     if as_json:
-        click.echo(json.dumps(rr.to_dict() | {"cpu": cpu_line}, indent=2, sort_keys=True))
+        click.echo(json.dumps(rr.to_dict() | {"cpu": cpu_line, "duty_cycle": duty}, indent=2, sort_keys=True))
     else:
         image = "Zephyr image" if rr.firmware == "zephyr" else "bare-metal image"
-        head = f"program {run.report.name} streaming, {image} on QEMU {rr.machine}, board {run.board.name}\n{cpu_line}"
+        head = f"program {run.report.name} streaming, {image} on QEMU {rr.machine}, board {board.name}\n{cpu_line}"
         out_console.print(head, markup=False, highlight=False, soft_wrap=True)
         for line in describe(rr):
             out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+        if duty is not None:
+            verdict = "keeps up" if duty["keeps_up"] else f"CANNOT keep up: {board.name} is too slow for this model"
+            out_console.print(
+                f"duty cycle at {board.name}'s {board.cpu.clock_hz / 1e6:g} MHz: {duty['mean']:.3f} of each 32 ms "
+                f"hop (largest hop {duty['largest']:.3f}; one instruction per cycle, a lower bound): {verdict}",
+                markup=False, highlight=False, soft_wrap=True)
     if not rr.passed:
         first = next(f for f in rr.findings if f.severity == "error")
         raise ArmgenError(f"run check failed: {first.subject}: {first.message}", exit_code=1)

@@ -13,9 +13,10 @@ prints every frame it computes (``ARMGEN frame <k> <40 values>``), every window'
   window, within 1 LSB (:func:`armgen.firmware.run_report.compare_outputs`);
 - **the detections**: the firmware's against the host reference's: the reference ``.tflite`` in LiteRT on
   the host's windows, the same threshold (its own output quantization) and debouncing
-  (:mod:`armgen.model.stream`); a different list is a warning (the two networks are different int8
-  programs; the check of the firmware is the per-window one above), a firmware detection that does not
-  follow from its own printed outputs an error.
+  (:mod:`armgen.model.stream`), run with TFLite's reference kernels. A built-in ``sww`` program has the
+  file's own integers (:mod:`armgen.model.tflite_quant`), so the two differ only where CMSIS-NN's arithmetic
+  differs from TFLite's reference kernels: a different list is a warning (the check of the firmware is the
+  per-window one above), a firmware detection that does not follow from its own printed outputs an error.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ class StreamRunReport:
         detections / host_detections: detection start samples, firmware and host reference (LiteRT).
         features_off / features_max_lsb: int8 feature values (of all frames) off the host's, and the worst.
         outputs_max_lsb: the worst |firmware - lowered program on the firmware's window| over all windows.
-        litert_max_lsb: the worst |firmware - LiteRT on the host's window| over output 0 (information: two
-            int8 programs with their own quantization).
+        litert_max_lsb: the worst |firmware - LiteRT on the host's window| over output 0 (information: the
+            host's windows may differ from the firmware's by 1 LSB of a feature, and CMSIS-NN from TFLite's kernels).
         frontend_instructions / network_instructions: per hop, mean over the windows (``-icount shift=0``).
         frontend_instructions_max / network_instructions_max: the largest hop's (what a deadline must fit).
         threshold_q / host_threshold_q: the int8 output 0 a positive needs, firmware and reference.
@@ -326,3 +327,17 @@ def _score_line(sc: dict[str, Any], rate: int) -> str:
 
     return (f"true detections {sc['true_detections']}{at('true_at')}, false detections {sc['false_detections']}"
             f"{at('false_at')}, false rejections {sc['false_rejections']}{at('rejected_at')}")
+
+
+def duty_cycle(rr: StreamRunReport, clock_hz: int, frame_step: int = 512) -> dict[str, Any] | None:
+    """The share of a hop (``frame_step`` samples, 32 ms at 16 kHz) a core at ``clock_hz`` spends on the largest
+    hop's instructions and on the mean hop's, counted as one instruction per cycle (QEMU counts instructions, not
+    cycles: a lower bound of the cycles on silicon, whose loads and multiplies take more); None without counts.
+    Above 1 the board cannot keep up with the audio."""
+    if not clock_hz or rr.frontend_instructions is None or rr.network_instructions is None:
+        return None
+    budget = clock_hz * frame_step / rr.sample_rate
+    mean = rr.frontend_instructions + rr.network_instructions
+    worst = (rr.frontend_instructions_max or 0) + (rr.network_instructions_max or 0)
+    return {"clock_hz": clock_hz, "cycles_per_hop": round(budget), "mean": round(mean / budget, 4),
+            "largest": round(worst / budget, 4), "keeps_up": worst < budget}
