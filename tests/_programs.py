@@ -276,3 +276,31 @@ def sigint_default() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def sww_marvin_recording(folder: Path) -> tuple[Path, Path, tuple[str, ...]]:
+    """For a streaming test: espeak-ng's "marvin" at 0.75 s in 2.5 s of quiet, ``folder/long.wav`` (16 kHz int16);
+    returns (the reference ``str_ww_ref_model.tflite``, the recording, the ``--calibration`` arguments of
+    ``armgen new`` when ``sww_cal.npz`` is beside the model). Skips the calling test, saying why, without the
+    model or espeak-ng."""
+    import numpy as np
+    import pytest
+    from scipy.io import wavfile
+
+    from armgen.model.frontend import read_wav
+    from armgen.model.model_source import mlperf_dir
+
+    where = mlperf_dir()
+    weights = where / "str_ww_ref_model.tflite" if where is not None else None
+    if weights is None or not weights.is_file():
+        pytest.skip(f"no str_ww_ref_model.tflite in ARMGEN_MLPERF_DIR ({where}): `armgen weights fetch sww`")
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
+    subprocess.run([exe, "-w", str(folder / "marvin.wav"), "marvin"], check=True, capture_output=True, timeout=60)
+    rec = np.zeros(40000, dtype=np.int16)
+    pcm = read_wav(folder / "marvin.wav", 16000)[:28000]
+    rec[12000 : 12000 + pcm.size] = pcm
+    wavfile.write(folder / "long.wav", 16000, rec)
+    calibration = weights.parent / "sww_cal.npz"
+    return weights, folder / "long.wav", (("--calibration", str(calibration)) if calibration.is_file() else ())

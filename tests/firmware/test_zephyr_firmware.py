@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from _programs import ANSI, armgen, ok
+from _programs import ANSI, armgen, ok, sww_marvin_recording
 from armgen.firmware.size import validate_report
 
 MODELS = Path(__file__).parents[1] / "models"
@@ -182,31 +182,11 @@ def test_sww_streams_a_recording_on_zephyr(zapp, tmp_path):
     bare metal (tests/model/test_stream.py): every frame within 1 LSB of the whole-recording host features, every
     window's outputs within 1 LSB of the host program's on the firmware's window, the detections those outputs
     give. In the shared directory after the mfcc test: CMSIS-DSP is compiled already."""
-    from armgen.model.model_source import mlperf_dir
-
-    folder = mlperf_dir()
-    weights = folder / "str_ww_ref_model.tflite" if folder is not None else None
-    if weights is None or not weights.is_file():
-        pytest.skip(f"no str_ww_ref_model.tflite in ARMGEN_MLPERF_DIR ({folder}): `armgen weights fetch sww`")
-    exe = shutil.which("espeak-ng")
-    if exe is None:
-        pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
-    import numpy as np
-    from scipy.io import wavfile
-
-    from armgen.model.frontend import read_wav
-
-    subprocess.run([exe, "-w", str(tmp_path / "marvin.wav"), "marvin"], check=True, capture_output=True, timeout=60)
-    rec = np.zeros(40000, dtype=np.int16)
-    pcm = read_wav(tmp_path / "marvin.wav", 16000)[:28000]
-    rec[12000 : 12000 + pcm.size] = pcm
-    wavfile.write(tmp_path / "long.wav", 16000, rec)
-    calibration = weights.parent / "sww_cal.npz"
-    extra = ("--calibration", str(calibration)) if calibration.is_file() else ()
+    _, long_wav, extra = sww_marvin_recording(tmp_path)
     ok(armgen("new", "zapp", "--model", "sww", "--board", "qemu_mps3_an547", "--rtos", "zephyr", "--zephyr-release",
               RELEASE, "--frontend", "lfbe", "--stream", "--out", str(zapp), "--force", *extra),
        "armgen new --frontend lfbe --stream")
-    r = armgen("run", str(zapp / "zapp"), "--input", str(tmp_path / "long.wav"), "--json")
+    r = armgen("run", str(zapp / "zapp"), "--input", str(long_wav), "--json")
     ok(r, "armgen run --input long.wav")
     rr = json.loads(r.stdout)
     print(f"\nsww stream on Zephyr {RELEASE}: detections {rr['detections']} (host {rr['host_detections']}), features "

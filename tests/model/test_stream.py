@@ -5,13 +5,11 @@ str_ww_util.py's debounce, the early refusals, and one recording streamed throug
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
-from _programs import armgen, one_error_line
+from _programs import armgen, one_error_line, sww_marvin_recording
 from armgen.model import stream as st
 from armgen.model.frontend import LfbeFrontend, frontend_from_declaration
 
@@ -90,27 +88,10 @@ def test_sww_streams_a_recording_on_qemu(tmp_path):
     """espeak-ng's "marvin" in 2.5 s of quiet, streamed through the generated firmware on QEMU mps3-an547: every
     frame within 1 LSB of the whole-recording host features, every window's outputs equal to the host program's
     on the firmware's window, the detections those outputs give."""
-    from armgen.model.model_source import mlperf_dir
-
-    folder = mlperf_dir()
-    weights = folder / "str_ww_ref_model.tflite" if folder is not None else None
-    if weights is None or not weights.is_file():
-        pytest.skip(f"no str_ww_ref_model.tflite in ARMGEN_MLPERF_DIR ({folder}): `armgen weights fetch sww`")
-    exe = shutil.which("espeak-ng")
-    if exe is None:
-        pytest.skip("espeak-ng not installed (Debian package espeak-ng)")
+    weights, long_wav, extra = sww_marvin_recording(tmp_path)
     from scipy.io import wavfile
 
-    from armgen.model.frontend import read_wav
-
-    word = tmp_path / "marvin.wav"
-    subprocess.run([exe, "-w", str(word), "marvin"], check=True, capture_output=True, timeout=60)
-    pcm = read_wav(word, 16000)
-    rec = np.zeros(40000, dtype=np.int16)
-    rec[12000 : 12000 + pcm.size] = pcm[: 28000]
-    wavfile.write(tmp_path / "long.wav", 16000, rec)
-    calibration = weights.parent / "sww_cal.npz"
-    extra = ("--calibration", str(calibration)) if calibration.is_file() else ()
+    rec = wavfile.read(long_wav)[1]
     made = armgen("new", "sww", "--board", "qemu_mps3_an547", "--frontend", "lfbe", "--stream", "--out",
                   str(tmp_path), *extra)
     assert made.returncode == 0, made.stderr
