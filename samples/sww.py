@@ -31,6 +31,10 @@ every 32 ms, 40 mel bins 0..8 kHz, 10*log10 power + 52 dB, divided by 64 and cli
 get_dataset.py ``get_lfbe_func``): :data:`FRONTEND` declares them, ``armgen new sww --frontend lfbe`` generates
 them in C (:mod:`armgen.model.frontend_lfbe`).
 
+Quantization: for a Cortex-M program armgen adopts the ``.tflite``'s own scales and zero points
+(:mod:`armgen.model.tflite_quant`): the program holds the file's integers, so calibration does not change it
+(it still runs, and the report's int8-vs-float figures use it).
+
 Calibration: ``armgen new sww --calibration FILE`` wants NCHW windows; upstream's ``calibration_samples.npz``
 holds NHWC ``specs`` and ``labels``, so convert it once::
 
