@@ -411,10 +411,10 @@ def run_project(
                            hint="run it on QEMU: armgen run (--on qemu)")
         from armgen.firmware.tosa_run import run_on_tosa_reference
 
-        inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
+        inputs, source = _npu_inputs(record, report, input_file, say)
         say(f"running {record.name} on the host: TOSA reference model + host kernels...")
         host = run_on_tosa_reference(report, report_dir=report_path.parent, inputs=inputs,
-                                     input_source=str(input_file) if input_file else None, classifier=bool(labels))
+                                     input_source=source, classifier=bool(labels))
         return ProjectRun("tosa-reference", host, board, None, report, plan, labels)
     if plan.on == "tosa-reference":
         raise RunError(f"project {record.name} delegates to the Ethos-U NPU, and QEMU has no Ethos-U model: "
@@ -504,6 +504,31 @@ def _clip(record: Any, input_file: Path | None) -> tuple[Any, str]:
         converted = wav_conversion(input_file, frontend.sample_rate)
         return pcm, str(input_file) + (f" ({converted})" if converted else "")
     return synthetic_clip(frontend), "synthetic clip (a chirp; pass --input word.wav)"
+
+
+def _npu_inputs(record: Any, report: Any, input_file: Path | None, say: Say) -> tuple[Any, str | None]:
+    """The inputs of a host run of an Ethos-U program: tensors from ``input_file``, or, for a project with an
+    audio front end and a WAV file, the host front end's int8 features of its clip (for a streaming project: of
+    the recording's last window; the stream itself needs the firmware, which QEMU runs on the CPU path only).
+
+    Raises:
+        RunError / ModelError: as :func:`armgen.firmware.host_io.load_input_file` and :func:`_clip` raise them.
+    """
+    from armgen.firmware.host_io import load_input_file
+
+    if input_file is None:
+        return None, None
+    if record.frontend is None or input_file.suffix.lower() in (".npy", ".npz", ".pt"):
+        return load_input_file(input_file, report.inputs), str(input_file)
+    from armgen.firmware.audio_run import clip_for, host_features
+    from armgen.model.frontend import frontend_from_record
+
+    fe = frontend_from_record(record.frontend)
+    pcm, source = _clip(record, input_file)
+    if record.frontend.get("stream"):
+        say(f"note: the TOSA reference model checks one window (the recording's last {fe.clip_samples:,} samples): "
+            "streaming needs the firmware (armgen new --backend cortex-m runs the stream on QEMU)")
+    return [host_features(fe, clip_for(fe, pcm), report)], f"{source}: the host {fe.kind} front end's features"
 
 
 def _check_recording(record: Any, pcm: Any, source: str) -> None:

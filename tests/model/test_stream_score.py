@@ -169,3 +169,28 @@ def test_duty_cycle_is_the_share_of_a_hop_at_the_boards_clock():
     at_25 = duty_cycle(rr, 25_000_000)  # the an386 FPGA's 25 MHz: 800,000 cycles, about three times too few
     assert at_25 is not None and not at_25["keeps_up"] and at_25["largest"] > 2.9
     assert duty_cycle(rr, 0) is None
+
+
+def test_an_npu_programs_host_run_takes_a_wav_through_the_host_front_end(tmp_path):
+    """An Ethos-U program runs on the TOSA reference model with tensors: a project with an audio front end gives it
+    the host front end's int8 features of the WAV's clip (kws: MFCC; the committed U55 kws program)."""
+    from types import SimpleNamespace
+
+    from scipy.io import wavfile
+
+    from _programs import FIXTURES_DIR
+    from armgen.model.frontend import frontend_from_declaration
+    from armgen.model.model_source import sample_module
+    from armgen.model.program_report import ProgramReport
+    from armgen.pipeline import _npu_inputs
+
+    report = ProgramReport.load(FIXTURES_DIR / "kws-alif_e8" / "kws.report.json")
+    fe = frontend_from_declaration(sample_module("kws").FRONTEND, "kws")
+    record = SimpleNamespace(name="kws", frontend=fe.as_record())
+    t = np.arange(8000) / 8000.0
+    wavfile.write(tmp_path / "tone.wav", 8000, np.rint(np.sin(2 * np.pi * 440 * t) * 12000).astype(np.int16))
+    notes: list[str] = []
+    inputs, source = _npu_inputs(record, report, tmp_path / "tone.wav", notes.append)
+    assert len(inputs) == 1 and tuple(inputs[0].shape) == tuple(report.inputs[0].shape)
+    assert inputs[0].dtype == np.int8 and len(set(inputs[0].reshape(-1).tolist())) > 10
+    assert source.endswith("(8,000 Hz resampled to 16,000 Hz): the host mfcc front end's features") and not notes
