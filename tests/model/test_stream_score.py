@@ -193,4 +193,4 @@ def test_an_npu_programs_host_run_takes_a_wav_through_the_host_front_end(tmp_pat
     inputs, source = _npu_inputs(record, report, tmp_path / "tone.wav", notes.append)
     assert len(inputs) == 1 and tuple(inputs[0].shape) == tuple(report.inputs[0].shape)
     assert inputs[0].dtype == np.int8 and len(set(inputs[0].reshape(-1).tolist())) > 10
-    assert source.endswith("(8,000 Hz resampled to 16,000 Hz): the host mfcc front end's features") and not notes
+    assert source is not None and source.endswith("(8,000 Hz resampled to 16,000 Hz): the host mfcc front end's features") and not notes
