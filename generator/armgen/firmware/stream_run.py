@@ -247,6 +247,10 @@ def run_stream(
         if host_pos is not None:
             scores["host_score"] = asdict(score_windows(frontend, truth, host_pos, int(x.size), every))
         scores |= {"truth": truth.path, "truth_kind": truth.kind, "truth_windows": truth.windows}
+        seconds = x.size / frontend.sample_rate
+        if truth.length_s is not None and abs(truth.length_s - seconds) > 0.5:  # a truth file of another recording?
+            findings.append(Finding("warning", "truth", f"{truth.path} states length_sec {truth.length_s:g}, the "
+                                    f"recording is {seconds:.2f} s"))
     return StreamRunReport(
         elf=str(elf), machine=emulator.qemu_machine, input_source=input_source, samples=int(x.size),
         frames=len(frames), windows=len(outs), detections=tuple(d for d, _ in dets), host_detections=tuple(host_dets),
