@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
+import subprocess
 import wave
 
 import numpy as np
@@ -136,6 +139,11 @@ def test_an_8_khz_24_bit_wav_is_converted_and_says_so(tmp_path):
         w.setframerate(8000)
         w.writeframes(b"".join(int(v).to_bytes(3, "little", signed=True) for v in x))
     assert wav_conversion(path, RATE) == "8,000 Hz resampled to 16,000 Hz, 24-bit PCM to 16-bit"
+    if shutil.which("sox"):  # sox writes 24 bits as WAVE_FORMAT_EXTENSIBLE, which the wave module cannot read
+        ext = tmp_path / "sox24.wav"
+        subprocess.run(["sox", "-n", "-r", "8000", "-b", "24", "-c", "1", str(ext), "synth", "0.5", "sine", "440"],
+                       check=True, capture_output=True, timeout=60)
+        assert wav_conversion(ext, RATE) == "8,000 Hz resampled to 16,000 Hz, 24-bit PCM to 16-bit"
     pcm = read_wav(path, RATE)
     assert pcm.dtype == np.int16 and pcm.size == 16000 and 16000 < int(np.abs(pcm).max()) < 16700  # resampling rings a little
 
@@ -169,6 +177,9 @@ def test_duty_cycle_is_the_share_of_a_hop_at_the_boards_clock():
     at_25 = duty_cycle(rr, 25_000_000)  # the an386 FPGA's 25 MHz: 800,000 cycles, about three times too few
     assert at_25 is not None and not at_25["keeps_up"] and at_25["largest"] > 2.9
     assert duty_cycle(rr, 0) is None
+    every3 = duty_cycle(dataclasses.replace(rr, infer_every=3), 168_000_000)  # the network on one hop in three
+    assert every3 is not None and every3["mean"] == round((84_840 + 2_294_880 / 3) / 5_376_000, 4)
+    assert every3["largest"] == at_168["largest"]  # a hop with an inference
 
 
 def test_an_npu_programs_host_run_takes_a_wav_through_the_host_front_end(tmp_path):

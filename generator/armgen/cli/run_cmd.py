@@ -128,7 +128,7 @@ def _print_report(rr: Any, record: ProjectRecord, board: Any, cpu_line: str, che
                    "Default: the sample's deterministic input (a synthetic clip with a front end).")  # fmt: skip
 @click.option("--emulator", type=click.Choice(["qemu"]), default="qemu", show_default=True, help="Emulator to run on.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=120.0, show_default=True,
-              help="Wall-clock seconds per QEMU run.")  # fmt: skip
+              help="Wall-clock seconds per QEMU run (a streaming run: at least 600).")  # fmt: skip
 @click.option("--repeat", type=click.IntRange(1, 100), default=2, show_default=True,
               help="Runs with the same input; the instruction count must repeat exactly.")  # fmt: skip
 @click.option("--rebuild", is_flag=True, help="Rebuild the firmware even when an up-to-date ELF exists.")

@@ -249,8 +249,14 @@ def wav_conversion(path: Any, sample_rate: int) -> str:
     try:
         with wave.open(str(path)) as w:
             bits = f"{8 * w.getsampwidth()}-bit PCM"
-    except (wave.Error, EOFError, OSError):  # float or extensible WAV: scipy's dtype says it
+    except (wave.Error, EOFError, OSError):  # float or WAVE_FORMAT_EXTENSIBLE (sox's 24-bit): read the fmt chunk
         bits = f"{data.dtype.itemsize * 8}-bit {'float' if data.dtype.kind == 'f' else 'PCM'}"
+        with open(path, "rb") as f:
+            head = f.read(4096)
+        at = head.find(b"fmt ")
+        # WAVEFORMATEXTENSIBLE: wFormatTag 0xFFFE, then wValidBitsPerSample 18 bytes into the chunk's data
+        if at >= 0 and head[at + 8 : at + 10] == b"\xfe\xff" and len(head) >= at + 28 and data.dtype.kind != "f":
+            bits = f"{int.from_bytes(head[at + 26 : at + 28], 'little')}-bit PCM"
     if bits != "16-bit PCM":
         notes.append(f"{bits} to 16-bit")
     if data.ndim == 2 and data.shape[1] > 1:
