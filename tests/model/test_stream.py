@@ -117,6 +117,13 @@ def test_sww_streams_a_recording_on_qemu(tmp_path):
     assert rr["frontend_instructions"] and rr["network_instructions"]
     assert rr["truth_kind"] == "windows" and rr["score"]["true_detections"] + rr["score"]["false_rejections"] == 1
     assert rr["frontend_instructions_max"] >= rr["frontend_instructions"]
+    # white noise: sure "other" windows at the int8 limits, no detection, and the run passes (a recording without
+    # the wake word is how a false-alarm rate is measured)
+    noise = np.random.default_rng(0).standard_normal(24000) * 4000
+    wavfile.write(tmp_path / "noise.wav", 16000, noise.astype(np.int16))
+    quiet = armgen("run", str(tmp_path / "sww"), "--input", str(tmp_path / "noise.wav"), "--json")
+    assert quiet.returncode == 0, quiet.stderr
+    assert json.loads(quiet.stdout)["detections"] == []
     _program_gives_the_reference_files_integers(tmp_path / "sww" / "model", weights)
 
 
