@@ -46,8 +46,11 @@ def test_reads_both_upstream_formats(tmp_path):
     ("[1, 2]", "neither detection windows nor a recipe"),
     ('{"windows": []}', "neither detection_windows nor configs_wakeword"),
     ('{"detection_windows": [[2.0, 1.0]]}', "is not 0 <= start < stop"),
-    ('{"detection_windows": [[1.0]]}', "malformed"),
-    ('{"configs_wakeword": [["a.wav"]]}', "malformed"),
+    ('{"detection_windows": [[1.0]]}', r"malformed truth file: entry 1 is \[1.0\], not \[start_s, stop_s\]"),
+    ('{"detection_windows": "abc"}', "detection_windows must be a list"),
+    ('{"detection_windows": [[0.5, "a"]]}', "entry 1 is"),
+    ('{"configs_wakeword": [["a.wav"]]}', r"not \[wav, start_s, amplitude\]"),
+    ('{"detection_windows": [], "sample_rate": "x"}', "are not numbers"),
 ])
 def test_a_truth_file_in_neither_format_is_one_clear_error(tmp_path, text, words):
     path = tmp_path / "t.json"

@@ -106,17 +106,31 @@ def load_truth(path: Path) -> Truth:
         raise RunError(f"{path}: the truth file is neither detection windows nor a recipe", hint=hint)
     rate = data.get("sample_rate", 16000)
     length = data.get("length_sec")
+    if "detection_windows" in data:
+        kind, entries, shape = "windows", data["detection_windows"], "[start_s, stop_s]"
+    elif "configs_wakeword" in data:
+        kind, entries, shape = "recipe", data["configs_wakeword"], "[wav, start_s, amplitude]"
+    else:
+        raise RunError(f"{path}: the truth file has neither detection_windows nor configs_wakeword", hint=hint)
+    if not isinstance(entries, list):
+        key = "detection_windows" if kind == "windows" else "configs_wakeword"
+        raise RunError(f"{path}: a malformed truth file: {key} must be a list of {shape}", hint=hint)
+    windows = []
+    for i, e in enumerate(entries):
+        try:
+            if kind == "windows":
+                a, b = e  # exactly two
+                windows.append((float(a), float(b)))
+            else:
+                windows.append((float(e[1]), float(e[1]) + RECIPE_WORD_S))
+        except (TypeError, ValueError, IndexError):
+            raise RunError(f"{path}: a malformed truth file: entry {i + 1} is {json.dumps(e)}, not {shape}",
+                           hint=hint) from None
     try:
-        if "detection_windows" in data:
-            kind, windows = "windows", [(float(a), float(b)) for a, b in data["detection_windows"]]
-        elif "configs_wakeword" in data:
-            kind = "recipe"
-            windows = [(float(c[1]), float(c[1]) + RECIPE_WORD_S) for c in data["configs_wakeword"]]
-        else:
-            raise RunError(f"{path}: the truth file has neither detection_windows nor configs_wakeword", hint=hint)
         rate, length = int(rate), (float(length) if length is not None else None)
-    except (TypeError, ValueError, IndexError) as exc:
-        raise RunError(f"{path}: a malformed window or recipe entry ({exc})", hint=hint) from None
+    except (TypeError, ValueError):
+        raise RunError(f"{path}: a malformed truth file: sample_rate {rate!r} / length_sec {length!r} are not "
+                       "numbers", hint=hint) from None
     for a, b in windows:
         if not 0.0 <= a < b:
             raise RunError(f"{path}: detection window [{a}, {b}] s is not 0 <= start < stop", hint=hint)
