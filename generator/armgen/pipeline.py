@@ -435,7 +435,10 @@ def run_project(
         pcm, source = _clip(record, input_file)
         inputs = None
         if record.frontend.get("stream") and input_file is not None:
-            _check_recording(record, pcm, str(source), truth)
+            from armgen.firmware.stream_run import check_recording
+            from armgen.model.frontend import frontend_from_record
+
+            check_recording(frontend_from_record(record.frontend), pcm, str(source), truth)  # type: ignore[arg-type]
     else:
         inputs = load_input_file(input_file, report.inputs) if input_file is not None else None
     from armgen.firmware import build as build_stage  # lazy: cmake/ninja wrappers
@@ -455,9 +458,10 @@ def run_project(
         from armgen.firmware.stream_run import reference_tflite, run_stream
         from armgen.model.frontend import frontend_from_record
 
-        say(f"streaming {pcm.size / 16000:.1f} s of audio through the firmware on QEMU, then checking every frame "
-            "and window on the host (measured on a 2-core Xeon: 26 s for 10 s of audio, 7.5 min for 4 min)...")
-        streamed = run_stream(elf, report, emulator, frontend_from_record(record.frontend), pcm,  # type: ignore[arg-type]
+        fe = frontend_from_record(record.frontend)
+        say(f"streaming {pcm.size / fe.sample_rate:.1f} s of audio through the firmware on QEMU, then checking every "
+            "frame and window on the host (measured on a 2-core Xeon: 26 s for 10 s of audio, 7.5 min for 4 min)...")
+        streamed = run_stream(elf, report, emulator, fe, pcm,  # type: ignore[arg-type]
                               report_dir=report_path.parent, input_source=str(source), tflite=reference_tflite(record),
                               timeout=max(timeout, 600.0), log_path=elf.parent / "run" / "qemu-stream.log",
                               truth=truth, firmware=firmware)
@@ -531,29 +535,6 @@ def _npu_inputs(record: Any, report: Any, input_file: Path | None, say: Say) -> 
         say(f"note: the TOSA reference model checks one window (the recording's last {fe.clip_samples:,} samples): "
             "streaming needs the firmware (armgen new --backend cortex-m runs the stream on QEMU)")
     return [host_features(fe, clip_for(fe, pcm), report)], f"{source}: the host {fe.kind} front end's features"
-
-
-def _check_recording(record: Any, pcm: Any, source: str, truth: Any = None) -> None:
-    """A streaming project's recording must hold one window, and its truth (``--truth``) fit it, before anything
-    is built.
-
-    Raises:
-        RunError: fewer samples than one window (``clip_samples``); a truth window outside the recording or at
-            another sample rate (:func:`armgen.model.stream_score.score_windows`).
-    """
-    import numpy as np
-
-    from armgen.errors import RunError
-    from armgen.model.frontend import frontend_from_record
-    from armgen.model.stream_score import score_windows
-
-    fe = frontend_from_record(record.frontend)
-    if pcm.size < fe.clip_samples:
-        raise RunError(f"{source}: {pcm.size:,} samples, shorter than one window ({fe.clip_samples:,} samples, "
-                       f"{fe.clip_samples / fe.sample_rate:.3f} s)", hint="stream a longer recording")
-    if truth is not None:
-        score_windows(fe, truth,  # type: ignore[arg-type]  # a streaming record is lfbe
-                      np.zeros(0, dtype=int), int(pcm.size))
 
 
 def _class_labels(record: Any) -> tuple[str, ...]:

@@ -155,6 +155,22 @@ def litert_outputs(tflite: Path, windows_q: np.ndarray) -> tuple[np.ndarray, flo
     return np.asarray(ys).reshape(len(ys), -1), float(scale), int(zero)
 
 
+def check_recording(frontend: LfbeFrontend, pcm: np.ndarray, source: str, truth: Truth | None = None) -> None:
+    """A recording must hold one window (``clip_samples``) and ``truth`` must fit it: checked before anything is
+    built or run (``armgen run`` calls it ahead of the build; :func:`run_stream` again for direct callers).
+
+    Raises:
+        RunError: fewer samples than one window; a truth window outside the recording or at another sample rate
+            (:func:`armgen.model.stream_score.score_windows`).
+    """
+    n = int(np.asarray(pcm).size)
+    if n < frontend.clip_samples:
+        raise RunError(f"{source}: {n:,} samples, shorter than one window ({frontend.clip_samples:,} samples, "
+                       f"{frontend.clip_samples / frontend.sample_rate:.3f} s)", hint="stream a longer recording")
+    if truth is not None:
+        score_windows(frontend, truth, np.zeros(0, dtype=int), n)
+
+
 def run_stream(
     elf: Path, report: ProgramReport, emulator: Emulator, frontend: LfbeFrontend, pcm: np.ndarray, *,
     report_dir: Path, input_source: str, tflite: Path | None, timeout: float = 600.0, log_path: Path | None = None,
@@ -170,11 +186,7 @@ def run_stream(
             a truth window outside the recording (checked before QEMU runs).
     """
     x = np.asarray(pcm, dtype=np.int16).reshape(-1)
-    if x.size < frontend.clip_samples:
-        raise RunError(f"{input_source}: {x.size} samples, shorter than one window ({frontend.clip_samples} samples, "
-                       f"{frontend.clip_samples / frontend.sample_rate:.3f} s)")
-    if truth is not None:  # a bad truth file fails before minutes of QEMU
-        score_windows(frontend, truth, np.zeros(0, dtype=int), int(x.size))
+    check_recording(frontend, x, input_source, truth)
     qrun = run_qemu(elf, emulator, timeout=timeout, input_bytes=x.astype("<i2").tobytes(), log_path=log_path)
     check_run(qrun, parse_firmware_output(qrun.console), input_source)
     frames, outs, ticks, dets = parse_stream(qrun.console)
@@ -269,8 +281,7 @@ def run_stream(
 def reference_tflite(record: Any) -> Path | None:
     """The reference ``.tflite`` of a project (its record's weights file, else ``$ARMGEN_MLPERF_DIR`` or the
     weights cache of sample sww: never downloaded here), or None."""
-    import os
-
+    from armgen.model.model_source import mlperf_dir
     from armgen.model.pretrained import cached, weights_file
 
     model = getattr(record, "model", None)
@@ -278,9 +289,9 @@ def reference_tflite(record: Any) -> Path | None:
         path = Path(record.resolve(model.weights))
         if path.is_file():
             return path
-    env = os.environ.get("ARMGEN_MLPERF_DIR")
-    if env and (Path(env).expanduser() / weights_file("sww").file).is_file():
-        return Path(env).expanduser() / weights_file("sww").file
+    folder = mlperf_dir()
+    if folder is not None and (folder / weights_file("sww").file).is_file():
+        return folder / weights_file("sww").file
     return cached("sww")
 
 

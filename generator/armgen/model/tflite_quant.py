@@ -50,18 +50,16 @@ def read_tflite_quantization(path: Path) -> TfliteQuantization | None:
     import tflite
     from tflite.TensorType import TensorType
 
+    from armgen.model.tflite_weights import tensor_quantization
+
     buf = Path(path).read_bytes()
     try:
         model = tflite.Model.GetRootAsModel(buf, 0)
         graph = model.Subgraphs(0)
 
         def qparams(idx: int) -> tuple[np.ndarray, np.ndarray]:
-            q = graph.Tensors(idx).Quantization()
-            scale = q.ScaleAsNumpy() if q is not None else 0
-            if not isinstance(scale, np.ndarray) or scale.size == 0:
-                raise ModelError(f"{path}: int8 tensor {graph.Tensors(idx).Name().decode()} has no scale")
-            zp = q.ZeroPointAsNumpy()
-            return scale.astype(np.float64), (zp if isinstance(zp, np.ndarray) and zp.size else np.zeros(1)).astype(int)
+            scale, zp, _ = tensor_quantization(graph.Tensors(idx), f"{path}: tensor")
+            return scale, zp
 
         first = int(graph.InputsAsNumpy()[0])
         if graph.Tensors(first).Type() != TensorType.INT8:

@@ -51,6 +51,26 @@ def _op_names() -> dict[int, str]:
     return {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)}
 
 
+def tensor_quantization(t: Any, where: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """A quantized TFLite tensor's (scales float64, zero points int64, quantized dimension), from the flatbuffer
+    tensor ``t`` (schema.fbs ``QuantizationParameters``; zero points default to 0).
+
+    Raises:
+        ModelError: the tensor has no scale (``where`` names it in the message).
+    """
+    from tflite.TensorType import TensorType
+
+    q = t.Quantization()
+    scale = q.ScaleAsNumpy() if q is not None else 0
+    if not isinstance(scale, np.ndarray) or scale.size == 0:
+        names = {v: k.lower() for k, v in vars(TensorType).items() if not k.startswith("_") and isinstance(v, int)}
+        raise ModelError(f"{where} {t.Name().decode()} is {names.get(t.Type(), t.Type())} without a quantization "
+                         "scale")
+    zp = q.ZeroPointAsNumpy()
+    zp = zp if isinstance(zp, np.ndarray) and zp.size else np.zeros_like(scale, dtype=np.int64)
+    return scale.astype(np.float64), zp.astype(np.int64), int(q.QuantizedDimension())
+
+
 def read_tflite_layers(path: Path) -> list[TfliteLayer]:
     """Return the weighted layers of the first subgraph of a TFLite model, in graph order, as float32.
 
@@ -79,14 +99,8 @@ def read_tflite_layers(path: Path) -> list[TfliteLayer]:
         layers: list[TfliteLayer] = []
 
         def quant(t: Any, what: str) -> tuple[np.ndarray, np.ndarray, int]:
-            q = t.Quantization()
-            scale = q.ScaleAsNumpy() if q is not None else 0
-            if not isinstance(scale, np.ndarray) or scale.size == 0:
-                raise ModelError(f"{path}: {what} {t.Name().decode()} is {type_names.get(t.Type(), t.Type())} "
-                                 "without a quantization scale")
-            zp = q.ZeroPointAsNumpy()
-            zp = zp if isinstance(zp, np.ndarray) and zp.size else np.zeros_like(scale, dtype=np.int64)
-            return scale.astype(np.float64), zp.astype(np.float64), int(q.QuantizedDimension())
+            scale, zp, axis = tensor_quantization(t, f"{path}: {what}")
+            return scale, zp.astype(np.float64), axis
 
         def per_axis(v: np.ndarray, shape: tuple[int, ...], axis: int) -> np.ndarray:
             if v.size == 1:
